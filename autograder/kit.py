@@ -1,0 +1,282 @@
+# @title Course setup: run this cell first { display-mode: "form" }
+# This cell is the same in every lesson. It picks where kernels run (a CUDA GPU, or Triton's
+# interpreter on the CPU when there is none) and defines the helpers the tests use to explain
+# what went wrong. You do not need to read it to do the exercises.
+import contextlib
+import math
+import os
+import time
+
+import numpy as np
+import torch
+
+
+def _pick_mode():
+    # TRITON_INTERPRET must be set before any @triton.jit runs, so this comes before `import triton`.
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return "interpreter"
+    if torch.cuda.is_available():
+        return "cuda"
+    os.environ["TRITON_INTERPRET"] = "1"
+    return "interpreter"
+
+
+MODE = _pick_mode()
+ON_GPU = MODE == "cuda"
+DEVICE = torch.device("cuda" if ON_GPU else "cpu")
+try:
+    import triton
+    import triton.language as tl
+except ImportError as error:  # a laptop without Triton (Windows, macOS)
+    raise ImportError(
+        "Triton is not installed. On Linux or Colab run `pip install triton`; on Windows or macOS "
+        "use Colab (Runtime > Change runtime type > T4 GPU) or a Linux machine."
+    ) from error
+
+# bf16 needs compute capability 8.0 (Ampere) or newer; the interpreter cannot do it at all.
+CAPABILITY = torch.cuda.get_device_capability() if ON_GPU else None
+BF16_OK = ON_GPU and CAPABILITY >= (8, 0)
+FLOAT_DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if BF16_OK else [])
+
+
+def sized(gpu, cpu):
+    """A problem size the current mode can afford: the interpreter runs one program at a time."""
+    return gpu if ON_GPU else cpu
+
+
+def doctor():
+    """One line on where kernels run, then the versions a bug report needs."""
+    if ON_GPU:
+        name = torch.cuda.get_device_name()
+        print(f"Mode: CUDA on {name} (compute capability {CAPABILITY[0]}.{CAPABILITY[1]}).")
+    elif torch.cuda.is_available():
+        print("Mode: Triton's interpreter (TRITON_INTERPRET=1 was set by you): kernels run on the CPU.")
+    else:
+        print("Mode: Triton's interpreter, because no CUDA GPU was found: kernels run on the CPU, "
+              "one program at a time, so sizes are small and timings say nothing about GPUs.")
+    print(f"torch {torch.__version__}, triton {triton.__version__}, "
+          f"bf16 {'supported' if BF16_OK else 'not supported here'}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks that teach. Each failure names what went wrong, where, and the likely mistake.
+
+class CheckFailed(AssertionError):
+    """A test found a wrong answer; the message says what to look at."""
+
+
+# Captured now, so that later redefinitions in a notebook cannot change how answers are compared.
+_isclose, _isnan, _equal, _nonzero = torch.isclose, torch.isnan, torch.equal, torch.nonzero
+
+
+def _fail(message):
+    __tracebackhide__ = True
+    raise CheckFailed(message)
+
+
+def rand(*shape, dtype=torch.float32, device=None):
+    """Fresh random inputs, a new draw every call: an answer cannot be tuned to one input."""
+    generator = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+    values = torch.randn(*shape, generator=generator, dtype=torch.float32)
+    return values.to(dtype=dtype, device=device or DEVICE)
+
+
+# Guard bands: outputs the tests allocate sit inside a larger buffer filled with random bytes,
+# so a write past either end is seen (and lands in memory we own, instead of crashing).
+_GUARDED = {}
+GUARD = 4096
+
+
+def guarded_empty(shape, dtype=torch.float32, device=None):
+    """An output tensor with guard bands on both sides and poison in it, to catch stray writes."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    numel = math.prod(shape)
+    buffer = torch.empty(numel + 2 * GUARD, dtype=dtype, device=device or DEVICE)
+    raw = buffer.view(torch.uint8)
+    raw.copy_(torch.randint(0, 256, raw.shape, dtype=torch.uint8))
+    out = buffer[GUARD:GUARD + numel].view(shape)
+    _GUARDED[out.data_ptr()] = (buffer, raw.clone(), numel)
+    return out
+
+
+def _element_bits(tensor):
+    # One integer per element, so that "unchanged" means bit-for-bit, NaNs included.
+    as_int = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.element_size()]
+    return tensor.contiguous().view(as_int).flatten().cpu()
+
+
+def _check_guards(out, name):
+    __tracebackhide__ = True
+    entry = _GUARDED.pop(out.data_ptr(), None)
+    if entry is None:
+        return None
+    buffer, before, numel = entry
+    now = _element_bits(buffer)
+    was = _element_bits(before.view(buffer.dtype))
+    changed = now != was
+    below = int(changed[:GUARD].sum())
+    above = int(changed[GUARD + numel:].sum())
+    if above:
+        last = int(_nonzero(changed[GUARD + numel:])[-1]) + 1
+        _fail(f"{name}: {above} element(s) were written past the end, up to index {numel - 1 + last} "
+              f"of a tensor with {numel} elements: did you mask the store (mask=offsets < n)?")
+    if below:
+        _fail(f"{name}: {below} element(s) were written before index 0: are your offsets negative "
+              "or shifted (offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE))?")
+    return changed[GUARD:GUARD + numel]
+
+
+def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None):
+    """Compare a kernel's output with torch's, explaining the first difference found.
+
+    `inputs` are (tensor, copy-taken-before-the-call) pairs: an answer must not change its inputs.
+    """
+    __tracebackhide__ = True
+    if not isinstance(out, torch.Tensor):
+        _fail(f"{name} is a {type(out).__name__}, not a tensor: did you forget to return the output?")
+    if out.shape != expected.shape:
+        _fail(f"{name} has shape {tuple(out.shape)}, expected {tuple(expected.shape)}: "
+              "allocate the output like the input (torch.empty_like).")
+    if out.dtype != expected.dtype:
+        _fail(f"{name} has dtype {out.dtype}, expected {expected.dtype}: keep the input's dtype.")
+    if out.device != expected.device:
+        _fail(f"{name} is on {out.device}, expected {expected.device}: allocate it on the input's device.")
+    for tensor, before in inputs:
+        if not _equal(_element_bits(tensor), _element_bits(before)):
+            _fail(f"{name}: an input was modified in place; write results only to the output.")
+    written = _check_guards(out, name)
+    n = out.numel()
+    got, want = out.detach().flatten().cpu().double(), expected.detach().flatten().cpu().double()
+    tol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(out.dtype, 1e-5)
+    ok = _isclose(got, want, rtol=tol if rtol is None else rtol, atol=tol if atol is None else atol,
+                  equal_nan=True)
+    if bool(ok.all()):
+        return
+    bad = _nonzero(~ok).flatten()
+    i = int(bad[0])
+    where = f"element {i} of {n}" if out.dim() == 1 else \
+        f"element {tuple(int(k) for k in np.unravel_index(i, tuple(out.shape)))} of shape {tuple(out.shape)}"
+    detail = f"{where} is {got[i].item():.6g}, expected {want[i].item():.6g} ({len(bad)} of {n} wrong)"
+    if written is not None and not bool(written[bad].any()):
+        _fail(f"{name}: {detail}. None of the wrong elements was ever written: does the grid cover "
+              "every element (grid = (triton.cdiv(n, BLOCK_SIZE),))?")
+    if bool(_isnan(got[i])):
+        _fail(f"{name}: {detail}. NaN often comes from loading a masked lane without `other=`, "
+              "or from reading past the end of an input.")
+    _fail(f"{name}: {detail}. Check the offsets each program computes and the arithmetic.")
+
+
+@contextlib.contextmanager
+def count_launches():
+    """Count Triton kernel launches inside the block: `with count_launches() as launches: ...`."""
+    from triton.runtime.jit import JITFunction
+    classes = [JITFunction]
+    with contextlib.suppress(ImportError):
+        from triton.runtime.interpreter import InterpretedFunction
+        classes.append(InterpretedFunction)
+    launches = []
+    originals = {cls: cls.run for cls in classes}
+
+    def counting(original):
+        def run(self, *args, **kwargs):
+            launches.append(getattr(self, "__name__", "kernel"))
+            return original(self, *args, **kwargs)
+        return run
+
+    for cls in classes:
+        cls.run = counting(originals[cls])
+    try:
+        yield launches
+    finally:
+        for cls, original in originals.items():
+            cls.run = original
+
+
+def expect_launched(launches, what):
+    __tracebackhide__ = True
+    if not launches:
+        _fail(f"{what} launched no Triton kernel. Compute the answer in your kernel "
+              "(kernel[grid](...)): a torch expression earns no points here.")
+
+
+def call_answer(fn, *args, name=None, **kwargs):
+    """Call a student's function; a stub or a kernel that cannot run becomes a message about what to do."""
+    __tracebackhide__ = True
+    name = name or getattr(fn, "__name__", "your function")
+    try:
+        return fn(*args, **kwargs)
+    except Exception as error:
+        if isinstance(error, NotImplementedError) or "NotImplementedError" in str(error):
+            _fail(f"{name} is still the exercise stub: replace `raise NotImplementedError()` with your code.")
+        if type(error).__name__ in ("CompilationError", "InterpreterError"):
+            last = str(error).strip().splitlines()[-1]
+            _fail(f"{name}: Triton could not run your kernel: {last}")
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring. On a GPU, times are medians of many runs timed with CUDA events (triton.testing);
+# under the interpreter they are a few wall-clock runs and say nothing about GPUs.
+
+def bench_ms(fn):
+    """Median time of fn() in milliseconds."""
+    if ON_GPU:
+        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+    fn()
+    runs = []
+    for _ in range(3):
+        start = time.perf_counter()
+        fn()
+        runs.append((time.perf_counter() - start) * 1e3)
+    return sorted(runs)[1]
+
+
+def gbps(nbytes, ms):
+    return nbytes / (ms * 1e-3) / 1e9
+
+
+_COPY_BANDWIDTH = {}
+
+
+def copy_bandwidth(n=None):
+    """This device's measured copy bandwidth in GB/s (bytes read + bytes written): our roofline."""
+    n = n or sized(2**26, 2**16)
+    if n not in _COPY_BANDWIDTH:
+        src = torch.empty(n, dtype=torch.float32, device=DEVICE).uniform_()
+        dst = torch.empty_like(src)
+        _COPY_BANDWIDTH[n] = gbps(2 * src.numel() * src.element_size(), bench_ms(lambda: dst.copy_(src)))
+    return _COPY_BANDWIDTH[n]
+
+
+def check_bandwidth(achieved, fraction, what):
+    """Graded on a GPU against this GPU's own copy bandwidth; advisory under the interpreter."""
+    __tracebackhide__ = True
+    roof = copy_bandwidth()
+    verdict = f"{what} reached {achieved:.0f} GB/s, {achieved / roof:.0%} of this device's copy bandwidth " \
+              f"({roof:.0f} GB/s); the target is {fraction:.0%}."
+    if not ON_GPU:
+        print(f"Advisory only (interpreter): {verdict} Timings on the CPU say nothing about a GPU.")
+        return
+    if achieved < fraction * roof:
+        _fail(f"{verdict} Is BLOCK_SIZE large enough (try 1024), and is each element read once?")
+    print(verdict)
+
+
+def plot_bandwidth(sizes, series, title, roof=None):
+    """GB/s against problem size, one line per implementation, with the copy bandwidth as the roof."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, values in series.items():
+        ax.plot(sizes, values, marker="o", label=label)
+    if roof:
+        ax.axhline(roof, color="grey", linestyle="--", label=f"copy bandwidth ({roof:.0f} GB/s)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("elements")
+    ax.set_ylabel("GB/s")
+    ax.set_title(title + ("" if ON_GPU else " (interpreter: not GPU numbers)"))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    plt.show()
+
+
+doctor()
