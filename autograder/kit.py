@@ -67,6 +67,7 @@ class CheckFailed(AssertionError):
 
 # Captured now, so that later redefinitions in a notebook cannot change how answers are compared.
 _isclose, _isnan, _equal, _nonzero = torch.isclose, torch.isnan, torch.equal, torch.nonzero
+_empty = torch.empty
 
 
 def _fail(message):
@@ -74,29 +75,59 @@ def _fail(message):
     raise CheckFailed(message)
 
 
+# Guard bands: tensors the tests make sit inside a larger buffer. Inputs are padded so that a read
+# past either end stays in memory we own; outputs are padded with random bytes, so that a write
+# past either end is seen (instead of crashing the notebook or corrupting another tensor), and
+# filled with random bytes, so that an element the kernel never wrote is seen too.
+GUARD = 4096
+_GUARDED = {}
+
+
+def _padded(shape, dtype, device):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    numel = math.prod(shape)
+    buffer = _empty(numel + 2 * GUARD, dtype=dtype, device=device or DEVICE)
+    return buffer, buffer[GUARD:GUARD + numel].view(shape), numel
+
+
 def rand(*shape, dtype=torch.float32, device=None):
     """Fresh random inputs, a new draw every call: an answer cannot be tuned to one input."""
     generator = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
-    values = torch.randn(*shape, generator=generator, dtype=torch.float32)
-    return values.to(dtype=dtype, device=device or DEVICE)
-
-
-# Guard bands: outputs the tests allocate sit inside a larger buffer filled with random bytes,
-# so a write past either end is seen (and lands in memory we own, instead of crashing).
-_GUARDED = {}
-GUARD = 4096
+    buffer, values, _ = _padded(shape, dtype, device)
+    buffer.copy_(torch.randn(buffer.shape, generator=generator).to(dtype))
+    return values
 
 
 def guarded_empty(shape, dtype=torch.float32, device=None):
     """An output tensor with guard bands on both sides and poison in it, to catch stray writes."""
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    numel = math.prod(shape)
-    buffer = torch.empty(numel + 2 * GUARD, dtype=dtype, device=device or DEVICE)
+    buffer, out, numel = _padded(shape, dtype, device)
     raw = buffer.view(torch.uint8)
     raw.copy_(torch.randint(0, 256, raw.shape, dtype=torch.uint8))
-    out = buffer[GUARD:GUARD + numel].view(shape)
     _GUARDED[out.data_ptr()] = (buffer, raw.clone(), numel)
     return out
+
+
+@contextlib.contextmanager
+def guarded_allocations():
+    """Inside the block, torch.empty and torch.empty_like return guarded tensors, so that an
+    answer's own output buffer is watched too: `with guarded_allocations(): out = add(x, y)`."""
+    originals = {name: getattr(torch, name) for name in ("empty", "empty_like")}
+
+    def guarded(original):
+        def allocate(*args, **kwargs):
+            like = original(*args, **kwargs)
+            if like.dim() == 0 or not like.is_contiguous():
+                return like
+            return guarded_empty(like.shape, like.dtype, like.device)
+        return allocate
+
+    for name, original in originals.items():
+        setattr(torch, name, guarded(original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(torch, name, original)
 
 
 def _element_bits(tensor):

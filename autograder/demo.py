@@ -1,0 +1,27 @@
+"""`autograder demo`: grade a lesson's bundled sample class in a scratch copy of the course."""
+import shutil
+
+import nbformat
+
+from autograder.course import Course
+from autograder.grade import grade, print_table
+from autograder.samples import load_samples, make_submission
+
+
+def demo(course, lesson, reports=None):
+    class_dir = Course(course.root / "build" / "demo")
+    shutil.rmtree(class_dir.root, ignore_errors=True)
+    (class_dir.root / "source").mkdir(parents=True)
+    shutil.copy(course.root / "nbgrader_config.py", class_dir.root)
+    shutil.copytree(course.root / "source" / lesson, class_dir.root / "source" / lesson)
+    samples = load_samples(course, lesson)
+    for student, sample in samples.items():
+        path = class_dir.notebook(f"submitted/{student}", lesson)
+        path.parent.mkdir(parents=True)
+        nbformat.write(make_submission(course, lesson, sample), path)
+    about = ", ".join(f"{student}: {sample['about']}" for student, sample in samples.items())
+    print(f"Grading {len(samples)} sample submissions of {lesson} ({about})")
+    grades = grade(class_dir, lesson, reports=reports or course.root / "reports")
+    print_table(grades)
+    print(f"Wrote {(reports or course.root / 'reports') / lesson / 'grades.csv'}")
+    return grades
