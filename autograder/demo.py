@@ -8,8 +8,9 @@ from autograder.grade import grade, print_table
 from autograder.samples import load_samples, make_submission
 
 
-def demo(course, lesson, reports=None):
-    class_dir = Course(course.root / "build" / "demo")
+def demo(course, lesson, reports=None, workdir=None):
+    """Grade the sample class of `lesson` in `workdir` (default build/demo), reports into `reports`."""
+    class_dir = Course(workdir or course.root / "build" / "demo")
     shutil.rmtree(class_dir.root, ignore_errors=True)
     (class_dir.root / "source").mkdir(parents=True)
     shutil.copy(course.root / "nbgrader_config.py", class_dir.root)
@@ -21,7 +22,8 @@ def demo(course, lesson, reports=None):
         nbformat.write(make_submission(course, lesson, sample), path)
     about = ", ".join(f"{student}: {sample['about']}" for student, sample in samples.items())
     print(f"Grading {len(samples)} sample submissions of {lesson} ({about})")
-    grades = grade(class_dir, lesson, reports=reports or course.root / "reports")
+    reports = reports or course.root / "reports"
+    grades = grade(class_dir, lesson, reports=reports)
     print_table(grades)
-    print(f"Wrote {(reports or course.root / 'reports') / lesson / 'grades.csv'}")
+    print(f"Wrote {reports / lesson / 'grades.csv'}")
     return grades

@@ -4,6 +4,7 @@ A lesson's sample class lives in samples/<lesson>.py: a Python literal mapping e
   about         what the submission shows,
   answers       "solution" (answer cells filled from solutions/) or "release" (left as released),
   edits         {cell id: [[old, new], ...]} text replacements applied after that,
+  delete        cell ids the student deleted (optional),
   fails         the tests it must fail (all others must pass with full points).
 Writing samples as edits of the committed notebooks keeps them in step with the lesson.
 """
@@ -28,6 +29,8 @@ def make_submission(course, lesson, sample):
     if sample["answers"] == "solution":
         answers = {cell.id: cell.source for cell in
                    nbformat.read(course.notebook("solutions", lesson), as_version=4).cells}
+    deleted = set(sample.get("delete", []))
+    nb.cells = [cell for cell in nb.cells if cell.id not in deleted]
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("solution") and cell.id in answers:
             cell.source = answers[cell.id]

@@ -1,0 +1,113 @@
+"""The build: everything generated is fresh, releases hide answers and hidden tests, edits are kept."""
+import re
+
+import nbformat
+import pytest
+
+from autograder.build import check
+from autograder.build.cells import SETUP_PLACEHOLDER, is_setup
+from autograder.build.sync import source_to_master
+from conftest import autograder
+
+HIDDEN = "### BEGIN HIDDEN TESTS"
+SOLUTION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.DOTALL)
+
+
+def test_generated_files_are_up_to_date(course):
+    assert check(course) == []
+
+
+def test_every_lesson_has_all_three_stages(course):
+    assert course.lessons(), "no lesson masters in notebooks/"
+    for lesson in course.lessons():
+        for stage in ("source", "release", "solutions"):
+            assert course.notebook(stage, lesson).is_file(), f"{stage}/{lesson} is missing"
+
+
+HIDDEN_BLOCK = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.DOTALL | re.M)
+
+
+@pytest.mark.parametrize("stage", ["release", "solutions"])
+def test_no_hidden_test_leaves_the_source(course, stage):
+    for lesson in course.lessons():
+        source = nbformat.read(course.notebook("source", lesson), as_version=4)
+        generated = {c.id: c for c in nbformat.read(course.notebook(stage, lesson), as_version=4).cells}
+        tests = [cell for cell in source.cells if HIDDEN in cell.source]
+        assert tests, f"{lesson} has no hidden tests"
+        for cell in tests:
+            assert generated[cell.id].source.strip() == HIDDEN_BLOCK.sub("", cell.source).strip(), \
+                f"{stage}/{lesson} cell {cell.id} still holds hidden test code"
+        assert HIDDEN not in course.notebook(stage, lesson).read_text()
+
+
+def test_release_holds_no_answer(course):
+    for lesson in course.lessons():
+        source = nbformat.read(course.notebook("source", lesson), as_version=4)
+        release = {c.id: c for c in nbformat.read(course.notebook("release", lesson), as_version=4).cells}
+        answers = [(cell.id, body) for cell in source.cells for body in SOLUTION.findall(cell.source)]
+        assert answers, f"{lesson} has no answer cells"
+        for cell_id, body in answers:
+            assert "raise NotImplementedError()" in release[cell_id].source
+            code = [line.strip() for line in body.splitlines() if line.strip() and not line.strip().startswith("#")]
+            assert not any(line in release[cell_id].source for line in code if len(line) > 12), \
+                f"release/{lesson} cell {cell_id} shows the answer"
+
+
+def test_solutions_keep_answers_without_grading_markup(course):
+    for lesson in course.lessons():
+        text = course.notebook("solutions", lesson).read_text()
+        assert "BEGIN SOLUTION" not in text and "nbgrader" not in text
+        assert "NotImplementedError()" not in text
+
+
+def test_setup_cell_is_the_kit_and_locked(course):
+    kit = (course.root / "autograder" / "kit.py").read_text().rstrip("\n")
+    for lesson in course.lessons():
+        for stage in ("source", "release"):
+            setups = [c for c in nbformat.read(course.notebook(stage, lesson), as_version=4).cells if is_setup(c)]
+            assert len(setups) == 1 and setups[0].source == kit
+            assert setups[0].metadata["nbgrader"]["locked"] is True
+
+
+def test_masters_are_in_canonical_form(course):
+    """`sync` of a fresh build gives back the master exactly, so sync never rewrites what it needn't."""
+    for lesson in course.lessons():
+        source = nbformat.read(course.notebook("source", lesson), as_version=4)
+        assert source_to_master(source) == course.master(lesson).read_text()
+        assert SETUP_PLACEHOLDER in course.master(lesson).read_text()
+
+
+def test_check_names_a_stale_lesson(scratch_course):
+    master = scratch_course.master("02_vector_add")
+    master.write_text(master.read_text().replace("# # ", "# # Edited: ", 1))
+    result = autograder("build", "--check", cwd=scratch_course.root)
+    assert result.returncode == 1
+    assert "source/02_vector_add/02_vector_add.ipynb is out of date" in result.stdout
+    assert "release/02_vector_add/02_vector_add.ipynb is out of date" in result.stdout
+    assert autograder("build", cwd=scratch_course.root).returncode == 0
+    assert autograder("build", "--check", cwd=scratch_course.root).returncode == 0
+
+
+def test_an_edit_made_in_jupyterlab_is_never_lost(scratch_course):
+    path = scratch_course.notebook("source", "02_vector_add")
+    nb = nbformat.read(path, as_version=4)
+    test_cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    test_cell.source += "\nassert True  # added by the instructor"
+    test_cell.metadata["nbgrader"]["points"] = 7
+    nbformat.write(nb, path)
+
+    refused = autograder("build", cwd=scratch_course.root)
+    assert refused.returncode == 2 and "edited after it was built" in refused.stderr
+    assert "added by the instructor" in path.read_text(), "a refused build must not touch the edit"
+    assert autograder("build", "--check", cwd=scratch_course.root).returncode == 1
+
+    assert autograder("sync", "02_vector_add", cwd=scratch_course.root).returncode == 0
+    master = scratch_course.master("02_vector_add").read_text()
+    assert "added by the instructor" in master and '"points": 7' in master
+    assert autograder("build", "--check", cwd=scratch_course.root).returncode == 0
+
+
+def test_orphaned_generated_lesson_is_reported(scratch_course):
+    (scratch_course.root / "release" / "99_gone").mkdir()
+    result = autograder("build", "--check", cwd=scratch_course.root)
+    assert result.returncode == 1 and "release/99_gone has no master" in result.stdout

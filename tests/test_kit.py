@@ -1,0 +1,116 @@
+"""The kit's checks on real kernels under Triton's interpreter: each mistake gets its message."""
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from autograder import kit
+from autograder.kit import (CheckFailed, call_answer, check_output, count_launches, expect_launched,
+                            guarded_allocations, guarded_empty, rand)
+
+
+@triton.jit
+def masked_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+             mask=mask)
+
+
+@triton.jit
+def unmasked_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + tl.load(y_ptr + offsets))
+
+
+@triton.jit
+def stub_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    raise NotImplementedError()
+
+
+def launch(kernel, x, y, out, programs, block=256):
+    kernel[(programs,)](x, y, out, x.numel(), BLOCK=block)
+    return out
+
+
+def test_interpreter_is_the_mode_without_a_gpu():
+    assert kit.MODE == "interpreter" and not kit.ON_GPU and kit.DEVICE.type == "cpu"
+    assert torch.bfloat16 not in kit.FLOAT_DTYPES
+
+
+def test_a_correct_kernel_passes():
+    x, y = rand(1000), rand(1000)
+    check_output(launch(masked_add, x, y, guarded_empty(1000), 4), x + y, name="add")
+
+
+def test_a_missing_mask_is_named():
+    x, y = rand(1000), rand(1000)
+    out = launch(unmasked_add, x, y, guarded_empty(1000), 4)
+    with pytest.raises(CheckFailed, match=r"24 element\(s\) were written past the end.*did you mask the store"):
+        check_output(out, x + y, name="add")
+
+
+def test_a_grid_too_small_is_named():
+    x, y = rand(1000), rand(1000)
+    out = launch(masked_add, x, y, guarded_empty(1000), 3)
+    with pytest.raises(CheckFailed, match=r"element 768 of 1000 .*was ever written.*triton.cdiv"):
+        check_output(out, x + y, name="add")
+
+
+def test_wrong_values_give_the_first_bad_index():
+    x, y = rand(1000), rand(1000)
+    out = launch(masked_add, x, y, guarded_empty(1000), 4)
+    with pytest.raises(CheckFailed, match=r"element 0 of 1000 is .* expected .*\(1000 of 1000 wrong\)"):
+        check_output(out, x - y, name="add")
+
+
+def test_modified_inputs_are_caught():
+    x, y = rand(100), rand(100)
+    before = x.clone()
+    x += 1
+    with pytest.raises(CheckFailed, match="modified in place"):
+        check_output(x + y, x + y, inputs=[(x, before)])
+
+
+@pytest.mark.parametrize("out, message", [
+    (None, "not a tensor: did you forget to return"),
+    (torch.zeros(99), "shape"),
+    (torch.zeros(100, dtype=torch.float64), "dtype"),
+])
+def test_wrong_kind_of_output(out, message):
+    with pytest.raises(CheckFailed, match=message):
+        check_output(out, torch.zeros(100))
+
+
+def test_answer_own_buffer_is_guarded():
+    def add(x, y):
+        out = torch.empty_like(x)
+        return launch(unmasked_add, x, y, out, triton.cdiv(x.numel(), 1024), block=1024)
+
+    x, y = rand(3000), rand(3000)
+    with guarded_allocations():
+        out = add(x, y)
+    assert torch.empty is kit._empty, "torch.empty must be restored after the block"
+    with pytest.raises(CheckFailed, match="did you mask the store"):
+        check_output(out, x + y)
+
+
+def test_launches_are_counted_and_a_torch_fallback_is_caught():
+    x, y = rand(100), rand(100)
+    with count_launches() as launches:
+        launch(masked_add, x, y, torch.empty_like(x), 1)
+    assert launches == ["masked_add"]
+    with count_launches() as launches:
+        _ = x + y
+    with pytest.raises(CheckFailed, match="launched no Triton kernel"):
+        expect_launched(launches, "add")
+
+
+def test_a_stub_kernel_is_reported_as_a_stub():
+    x = rand(16)
+    with pytest.raises(CheckFailed, match="still the exercise stub"):
+        call_answer(lambda: stub_kernel[(1,)](x, 16, BLOCK=16), name="stub_kernel")
+
+
+def test_fresh_inputs_differ_every_call():
+    assert not torch.equal(rand(64), rand(64))
