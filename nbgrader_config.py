@@ -28,3 +28,11 @@ c.LimitOutput.max_traceback = 40
 # accident, and the tests turn the NotImplementedError into "still the exercise stub".
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# nbgrader's feedback shows the autograded notebook, in which the hidden tests were put back for
+# grading. Clearing them again keeps them secret (jupyter/nbgrader#1961 and friends); the
+# outputs stay, so the student still reads why a hidden test failed.
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [ClearHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]

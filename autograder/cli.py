@@ -18,6 +18,9 @@ def _build(args, course):
         return 0
     lessons = build.build(course, force=args.force)
     print(f"built {', '.join(lessons)} into source/, release/ and solutions/")
+    if args.execute:
+        build.execute_solutions(course, lessons)
+        print("ran solutions/ and kept their outputs")
     return 0
 
 
@@ -51,6 +54,8 @@ def parser():
     build = commands.add_parser("build", help="generate source/, release/ and solutions/ from notebooks/")
     build.add_argument("--check", action="store_true", help="change nothing; exit 1 naming what is stale")
     build.add_argument("--force", action="store_true", help="overwrite source notebooks edited by hand")
+    build.add_argument("--execute", action="store_true",
+                       help="then run solutions/ and keep their outputs (on a GPU machine, before publishing)")
     build.set_defaults(run=_build)
 
     sync = commands.add_parser("sync", help="write edits made to source/<lesson> back into its master")

@@ -20,9 +20,11 @@ SAMPLES = load_samples(Course(ROOT), LESSON)
 
 @pytest.fixture(scope="module")
 def graded(course, tmp_path_factory):
+    """The sample class graded once: (grades by student, grades.csv, the class's course)."""
     reports = tmp_path_factory.mktemp("reports")
-    grades = demo(course, LESSON, reports=reports, workdir=tmp_path_factory.mktemp("class"))
-    return {g.student: g for g in grades}, reports / LESSON / "grades.csv"
+    workdir = tmp_path_factory.mktemp("class")
+    grades = demo(course, LESSON, reports=reports, workdir=workdir)
+    return {g.student: g for g in grades}, reports / LESSON / "grades.csv", Course(workdir)
 
 
 def _test_points(course):
@@ -55,3 +57,25 @@ def test_grades_csv_has_a_row_per_student_and_no_silent_zero(course, graded):
         assert row["status"] in ("ok", "failed tests")
         if float(row["score"]) < float(row["max_score"]):
             assert row["reason"], f"{row['student']} lost points without a reason"
+
+
+def test_feedback_explains_failures_without_showing_hidden_tests(course, graded):
+    grades, _, graded_course = graded
+    graded_course.nbgrader("generate_feedback", LESSON)
+    source = nbformat.read(course.notebook("source", LESSON), as_version=4)
+    hidden = [line.strip() for cell in source.cells if "### BEGIN HIDDEN TESTS" in cell.source
+              for line in cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+              .splitlines() if len(line.strip()) > 20 and not line.strip().startswith("#")]
+    assert hidden
+    for student, grade in grades.items():
+        html = (graded_course.root / "feedback" / student / LESSON / f"{LESSON}.html").read_text()
+        shown = [line for line in hidden if line in html and line not in _visible_code(course)]
+        assert not shown, f"hidden test code in {student}'s feedback: {shown[:2]}"
+        for test in grade.tests:
+            if test.message and "CheckFailed" in test.message:
+                assert test.message.split(": ", 1)[1][:40] in html.replace("&#39;", "'")
+
+
+def _visible_code(course):
+    release = nbformat.read(course.notebook("release", LESSON), as_version=4)
+    return "\n".join(cell.source for cell in release.cells)

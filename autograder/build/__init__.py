@@ -90,6 +90,17 @@ def check(course):
     return problems
 
 
+def execute_solutions(course, lessons, timeout=900):
+    """Run each solution notebook and keep its outputs (plots, timings): do this on a GPU machine."""
+    from nbclient import NotebookClient
+    for lesson in lessons:
+        path = course.notebook("solutions", lesson)
+        nb = nbformat.read(path, as_version=4)
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        _write(path, nb)
+
+
 def sync(course, lesson):
     """Write a lesson's source notebook back into its master, then rebuild the rest from it."""
     nb = _read(course.notebook("source", lesson))
