@@ -33,9 +33,12 @@ def launch(kernel, x, y, out, programs, block=256):
     return out
 
 
-def test_interpreter_is_the_mode_without_a_gpu():
-    assert kit.MODE == "interpreter" and not kit.ON_GPU and kit.DEVICE.type == "cpu"
-    assert torch.bfloat16 not in kit.FLOAT_DTYPES
+def test_mode_follows_the_machine():
+    if torch.cuda.is_available():
+        assert kit.MODE == "cuda" and kit.ON_GPU and kit.DEVICE.type == "cuda"
+    else:
+        assert kit.MODE == "interpreter" and not kit.ON_GPU and kit.DEVICE.type == "cpu"
+        assert torch.bfloat16 not in kit.FLOAT_DTYPES, "the interpreter has no bf16"
 
 
 def test_a_correct_kernel_passes():
