@@ -98,31 +98,38 @@ def rand(*shape, dtype=torch.float32, device=None):
     return values
 
 
-def guarded_empty(shape, dtype=torch.float32, device=None):
+def guarded_empty(shape, dtype=torch.float32, device=None, fill=None):
     """An output tensor with guard bands on both sides and poison in it, to catch stray writes."""
     buffer, out, numel = _padded(shape, dtype, device)
     raw = buffer.view(torch.uint8)
     raw.copy_(torch.randint(0, 256, raw.shape, dtype=torch.uint8))
+    if fill is not None:  # torch.zeros and friends: the answer may rely on the initial value
+        out.fill_(fill)
     _GUARDED[out.data_ptr()] = (buffer, raw.clone(), numel)
     return out
 
 
+# What an answer may allocate its output with; inside guarded_allocations() each gets guard bands.
+_ALLOCATORS = {"empty": None, "empty_like": None, "zeros": 0, "zeros_like": 0, "ones": 1, "ones_like": 1}
+
+
 @contextlib.contextmanager
 def guarded_allocations():
-    """Inside the block, torch.empty and torch.empty_like return guarded tensors, so that an
-    answer's own output buffer is watched too: `with guarded_allocations(): out = add(x, y)`."""
-    originals = {name: getattr(torch, name) for name in ("empty", "empty_like")}
+    """Inside the block, torch.empty, torch.zeros, torch.ones (and their _like forms) return guarded
+    tensors, so that an answer's own output buffer is watched too:
+    `with guarded_allocations(): out = add(x, y)`."""
+    originals = {name: getattr(torch, name) for name in _ALLOCATORS}
 
-    def guarded(original):
+    def guarded(original, fill):
         def allocate(*args, **kwargs):
             like = original(*args, **kwargs)
             if like.dim() == 0 or not like.is_contiguous():
                 return like
-            return guarded_empty(like.shape, like.dtype, like.device)
+            return guarded_empty(like.shape, like.dtype, like.device, fill)
         return allocate
 
     for name, original in originals.items():
-        setattr(torch, name, guarded(original))
+        setattr(torch, name, guarded(original, _ALLOCATORS[name]))
     try:
         yield
     finally:
@@ -194,6 +201,9 @@ def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None):
     if bool(_isnan(got[i])):
         _fail(f"{name}: {detail}. NaN often comes from loading a masked lane without `other=`, "
               "or from reading past the end of an input.")
+    if any(not tensor.is_contiguous() for tensor, _ in inputs):
+        _fail(f"{name}: {detail}. An input is not contiguous: did you call .contiguous() before "
+              "launching a kernel that assumes element i sits at ptr + i?")
     _fail(f"{name}: {detail}. Check the offsets each program computes and the arithmetic.")
 
 
@@ -293,7 +303,7 @@ def check_bandwidth(achieved, fraction, what):
     print(verdict)
 
 
-def plot_bandwidth(sizes, series, title, roof=None):
+def plot_bandwidth(sizes, series, title, roof=None, xlabel="elements", logy=False):
     """GB/s against problem size, one line per implementation, with the copy bandwidth as the roof."""
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -302,7 +312,9 @@ def plot_bandwidth(sizes, series, title, roof=None):
     if roof:
         ax.axhline(roof, color="grey", linestyle="--", label=f"copy bandwidth ({roof:.0f} GB/s)")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("elements")
+    ax.set_xlabel(xlabel)
+    if logy:
+        ax.set_yscale("log")
     ax.set_ylabel("GB/s")
     ax.set_title(title + ("" if ON_GPU else " (interpreter: not GPU numbers)"))
     ax.grid(True, which="both", alpha=0.3)

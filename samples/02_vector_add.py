@@ -1,13 +1,20 @@
 # The sample class for 02_vector_add, graded by `make demo` and by the tests (see autograder/samples.py).
 {
-    "ada": {
-        "about": "a correct submission",
-        "answers": "solution",
-        "fails": [],
-    },
-    "bo": {
-        "about": "the release, untouched",
-        "answers": "release",
-        "fails": ["test_add"],
-    },
+    "ada": {"about": "a correct submission", "answers": "solution", "fails": []},
+    "bo": {"about": "the release, untouched", "answers": "release",
+           "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                     "test_copy_kernel", "test_copy_kernel_hidden"]},
+    "cy": {"about": "kernels without masks", "answers": "solution",
+           "edits": {"copy_kernel": [[", mask=mask)", ")"]], "add_kernel": [[", mask=mask)", ")"]]},
+           "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_copy_kernel",
+                     "test_copy_kernel_hidden"]},
+    "dee": {"about": "a correct kernel, but add returns x + y", "answers": "solution",
+            "edits": {"add": [["    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n    return out",
+                               "    return x + y"]]},
+            "fails": ["test_add", "test_add_hidden", "test_add_performance"]},
+    "eve": {"about": "correct, but prints warnings on stderr", "answers": "solution",
+            "edits": {"add": [["    return out", "    import sys, warnings\n    warnings.warn('debugging')\n    print('shape', out.shape, file=sys.stderr)\n    return out"]]},
+            "fails": []},
+    "fay": {"about": "correct, but deleted the visible test of add", "answers": "solution",
+            "delete": ["test_add"], "fails": []},
 }

@@ -57,7 +57,7 @@ def test_solutions_keep_answers_without_grading_markup(course):
     for lesson in course.lessons():
         text = course.notebook("solutions", lesson).read_text()
         assert "BEGIN SOLUTION" not in text and "nbgrader" not in text
-        assert "NotImplementedError()" not in text
+        assert "# YOUR CODE HERE" not in text
 
 
 def test_setup_cell_is_the_kit_and_locked(course):

@@ -1,0 +1,182 @@
+"""A sandbox for untrusted notebooks, from the kernel's own namespaces (no root, no extra package).
+
+`sandboxed(command, workdir, limits)` gives the argv that runs `command` so that it
+- has no network (a new network namespace with only a down loopback),
+- sees a new root: system folders and Python read-only, its work folder read-write, a fresh /tmp,
+  a /dev with only harmless devices and the GPUs; no course, no gradebook, no home, no other student,
+- sees only its own processes (a new PID namespace) and holds no capabilities,
+- is watched by the namespace's init, which kills everything in it when the process count or the
+  resident memory passes its limit, and reports which limit by its exit code.
+The caller enforces the wall-clock deadline by killing the whole process group with SIGKILL.
+
+Run as `python -m autograder.grade.sandbox --init ...` it is that init (PID 1 of the namespace).
+"""
+import argparse
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import autograder
+
+# Exit codes of the init, read by the caller: a limit, not the payload, ended the run.
+PROCESS_LIMIT, MEMORY_LIMIT = 201, 202
+LIMIT_REASONS = {
+    PROCESS_LIMIT: "too many processes (a fork bomb?): the sandbox was killed",
+    MEMORY_LIMIT: "the host memory limit was exceeded: the sandbox was killed",
+}
+SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys"]
+DEVICES = ["null", "zero", "full", "random", "urandom"]
+GPU_DEVICE_PREFIXES = ("nvidia",)
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int = 8192
+    processes: int = 256
+    file_mb: int = 64  # largest file the notebook may write
+    gpu: bool = False  # address-space limits break CUDA, so memory is then watched, not capped
+
+
+def available():
+    """Whether this machine can make the namespaces (an unprivileged user namespace at least)."""
+    if not shutil.which("unshare") or not shutil.which("setpriv"):
+        return False
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid",
+                            "--fork", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+def _readable_roots():
+    """What the sandboxed Python needs besides system folders: its prefixes and our package."""
+    package = Path(autograder.__file__).resolve().parent
+    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent, package}
+    roots |= {Path(p).resolve() for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
+    return sorted(str(r) for r in roots)
+
+
+def sandboxed(command, workdir, limits):
+    """The argv that runs `command` in the sandbox, with `workdir` as its writable /work."""
+    init = [sys.executable, "-m", "autograder.grade.sandbox", "--init", "--workdir", str(workdir),
+            "--memory-mb", str(limits.memory_mb), "--processes", str(limits.processes),
+            "--file-mb", str(limits.file_mb)]
+    init += ["--gpu"] if limits.gpu else []
+    for root in _readable_roots():
+        init += ["--readable", root]
+    return ["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
+            "--kill-child", *init, "--", *command]
+
+
+# ------------------------------------------------------------------------------------------------
+# Inside the namespaces.
+
+def _mount(*args):
+    subprocess.run(["mount", *args], check=True)
+
+
+def _bind(source, target, writable=False):
+    target.mkdir(parents=True, exist_ok=True) if Path(source).is_dir() else target.touch()
+    _mount("--rbind" if Path(source).is_dir() else "--bind", str(source), str(target))
+    if not writable:
+        _mount("-o", "remount,bind,ro", str(target))
+
+
+def _build_root(root, workdir, readable):
+    """A tmpfs root holding read-only system folders, the work folder, and nothing else."""
+    _mount("--make-rprivate", "/")
+    root.mkdir(exist_ok=True)
+    _mount("-t", "tmpfs", "-o", "mode=755", "sandbox-root", str(root))
+    for folder in SYSTEM_DIRS:
+        if os.path.islink(folder):
+            os.symlink(os.readlink(folder), root / folder.lstrip("/"))
+        elif os.path.isdir(folder):
+            _bind(folder, root / folder.lstrip("/"))
+    for path in readable:
+        if not any(path == d or path.startswith(d + "/") for d in SYSTEM_DIRS):
+            _bind(path, root / path.lstrip("/"))
+    (root / "dev").mkdir()
+    _mount("-t", "tmpfs", "-o", "mode=755", "sandbox-dev", str(root / "dev"))
+    for name in DEVICES + [n for n in os.listdir("/dev") if n.startswith(GPU_DEVICE_PREFIXES)]:
+        if not os.path.isdir(f"/dev/{name}"):
+            _bind(f"/dev/{name}", root / "dev" / name, writable=True)
+    for fresh in ("tmp", "dev/shm"):
+        (root / fresh).mkdir(parents=True, exist_ok=True)
+        _mount("-t", "tmpfs", "-o", "mode=1777,size=1g", "sandbox-tmp", str(root / fresh))
+    _bind(workdir, root / "work", writable=True)
+    os.chroot(root)
+    os.chdir("/work")
+    (Path("/proc")).mkdir(exist_ok=True)
+    _mount("-t", "proc", "proc", "/proc")
+
+
+def _usage():
+    """Processes in this PID namespace and their resident memory in MB."""
+    count, rss_kb = 0, 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or entry == "1":
+            continue
+        count += 1
+        try:
+            with open(f"/proc/{entry}/statm") as statm:
+                rss_kb += int(statm.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+        except (OSError, IndexError, ValueError):
+            pass
+    return count, rss_kb // 1024
+
+
+def _limit_payload(args):
+    resource.setrlimit(resource.RLIMIT_NPROC, (args.processes, args.processes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (args.file_mb << 20, args.file_mb << 20))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if not args.gpu:
+        memory = args.memory_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+
+def init(args, command):
+    _build_root(Path(args.workdir).parent / "root", Path(args.workdir), args.readable)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8",
+           "MPLCONFIGDIR": "/tmp/matplotlib", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.update({k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "TRITON_"))})
+    payload = os.fork()
+    if payload == 0:
+        _limit_payload(args)
+        # No capabilities, ever: the payload cannot undo the mounts that hide the course.
+        os.execvpe("setpriv", ["setpriv", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all",
+                               "--", *command], env)
+    status = None
+    while status is None:
+        pid, code = os.waitpid(-1, os.WNOHANG)
+        if pid == payload:
+            status = os.waitstatus_to_exitcode(code)
+            break
+        count, rss_mb = _usage()
+        if count > args.processes or rss_mb > args.memory_mb:
+            os.kill(-1, signal.SIGKILL)
+            return PROCESS_LIMIT if count > args.processes else MEMORY_LIMIT
+        time.sleep(0.05)
+    os.kill(-1, signal.SIGKILL)  # leftovers (a background process the notebook started)
+    return status if status >= 0 else 128 - status
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    split = argv.index("--")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--init", action="store_true", required=True)
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--readable", action="append", default=[])
+    parser.add_argument("--memory-mb", type=int, required=True)
+    parser.add_argument("--processes", type=int, required=True)
+    parser.add_argument("--file-mb", type=int, required=True)
+    parser.add_argument("--gpu", action="store_true")
+    return init(parser.parse_args(argv[:split]), argv[split + 1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
