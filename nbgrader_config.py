@@ -30,9 +30,12 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # nbgrader's feedback shows the autograded notebook, in which the hidden tests were put back for
-# grading. Clearing them again keeps them secret (jupyter/nbgrader#1961 and friends); the
-# outputs stay, so the student still reads why a hidden test failed.
+# grading, and tracebacks that quote them. Both are cleared again, so hidden tests stay secret;
+# each failure's message stays, so the student still reads why a hidden test failed.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
-c.GenerateFeedback.preprocessors = [ClearHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
+from autograder.grade.feedback import HideHiddenTestTracebacks  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [HideHiddenTestTracebacks, ClearHiddenTests, GetGrades,
+                                    CSSHTMLHeaderPreprocessor]

@@ -72,7 +72,7 @@ _empty = torch.empty
 
 def _fail(message):
     __tracebackhide__ = True
-    raise CheckFailed(message)
+    raise CheckFailed(message) from None  # the message says it all; no chained traceback
 
 
 # Guard bands: tensors the tests make sit inside a larger buffer. Inputs are padded so that a read
