@@ -31,11 +31,33 @@ def _sync(args, course):
     return 0
 
 
+def _shard(text):
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise argparse.ArgumentTypeError("a shard is I/N with 0 <= I < N, e.g. 0/4")
+    return int(index), int(count)
+
+
+def _gpu_list(text):
+    return [int(g) for g in text.split(",") if g.strip()]
+
+
 def _grade(args, course):
-    from autograder.grade import grade, print_table
-    grades = grade(course, args.assignment, submissions=args.submissions, reports=args.reports,
-                   timeout=args.timeout)
+    from autograder.grade import Settings, grade, print_table
+    settings = Settings(deadline=args.timeout, memory_mb=args.memory_mb, sandbox=not args.no_sandbox)
+    grades = grade(course, args.assignment, submissions=args.submissions, lms_zip=args.zip,
+                   reports=args.reports, workers=args.workers, gpus=args.gpus, force=args.force,
+                   shard=args.shard, settings=settings)
     print_table(grades)
+    if args.shard:
+        print(f"shard {args.shard[0]}/{args.shard[1]} done; when every shard is, run "
+              f"`autograder merge {args.assignment}`")
+    return 0
+
+
+def _merge(args, course):
+    from autograder.grade import merge, print_table
+    print_table(merge(course, args.assignment, reports=args.reports))
     return 0
 
 
@@ -62,14 +84,28 @@ def parser():
     sync.add_argument("lesson")
     sync.set_defaults(run=_sync)
 
-    grade = commands.add_parser("grade", help="autograde every submission of an assignment")
+    grade = commands.add_parser("grade", help="autograde every submission of an assignment, in parallel, sandboxed")
     grade.add_argument("assignment")
-    grade.add_argument("--submissions", type=Path,
-                       help="folder of <student>/<assignment>/*.ipynb (default: the course's submitted/)")
-    grade.add_argument("--reports", type=Path, help="where grades.csv goes (default: <course>/reports)")
-    grade.add_argument("--timeout", type=float, default=1200,
-                       help="seconds one submission may take in all before it is killed (default 1200)")
+    source = grade.add_mutually_exclusive_group()
+    source.add_argument("--submissions", type=Path,
+                        help="folder of <student>/<assignment>/*.ipynb (default: the course's submitted/)")
+    source.add_argument("--zip", type=Path, help="an LMS download: <student>/<file>.ipynb or <student>_<file>.ipynb")
+    grade.add_argument("--workers", type=int, help="notebooks graded at once (default: cores, or 4 per GPU)")
+    grade.add_argument("--gpus", type=_gpu_list, help="GPUs to use, e.g. 0,1 (default: all; '' for none)")
+    grade.add_argument("--force", action="store_true", help="grade again the submissions already graded")
+    grade.add_argument("--shard", type=_shard, help="grade only share I of N (SLURM arrays); then `merge`")
+    grade.add_argument("--reports", type=Path, help="where results and reports go (default: <course>/reports)")
+    grade.add_argument("--timeout", type=int, default=900,
+                       help="seconds one notebook may run in all before it is killed (default 900)")
+    grade.add_argument("--memory-mb", type=int, default=8192, help="host memory per notebook (default 8192)")
+    grade.add_argument("--no-sandbox", action="store_true",
+                       help="run notebooks without isolation (only for trusted code, on machines without namespaces)")
     grade.set_defaults(run=_grade)
+
+    merge = commands.add_parser("merge", help="merge graded shards into the gradebook and reports")
+    merge.add_argument("assignment")
+    merge.add_argument("--reports", type=Path, help="where the shards wrote results (default: <course>/reports)")
+    merge.set_defaults(run=_merge)
 
     demo = commands.add_parser("demo", help="grade the bundled sample class of a lesson")
     demo.add_argument("assignment", nargs="?", default="02_vector_add")

@@ -8,6 +8,11 @@ from pathlib import Path
 
 LESSON_FILE = re.compile(r"^(\d\d_[a-z0-9_]+)\.py$")
 
+# nbgrader creates a gradebook by running `alembic`, which must be on PATH: the one beside this Python.
+_BIN = str(Path(sys.executable).parent)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join([_BIN, os.environ.get("PATH", "")])
+
 
 class CourseError(Exception):
     """A problem an instructor must fix; the message says how."""
@@ -32,6 +37,10 @@ class Course:
     def masters(self):
         return self.root / "notebooks"
 
+    @property
+    def db_url(self):
+        return f"sqlite:///{self.root / 'gradebook.db'}"
+
     def lessons(self):
         """Lesson ids in order, one per master file `notebooks/NN_name.py`."""
         if not self.masters.is_dir():
@@ -47,10 +56,7 @@ class Course:
 
     def nbgrader(self, *args, timeout=None, check=True):
         """Run an nbgrader command in this course; its output is returned, and shown if it fails."""
-        env = dict(os.environ)
-        # nbgrader creates its database by running `alembic`, which must be on PATH.
-        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-        result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root, env=env,
+        result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root,
                                 capture_output=True, text=True, timeout=timeout)
         if check and result.returncode != 0:
             raise CourseError(f"`nbgrader {' '.join(args)}` failed:\n{result.stdout}{result.stderr}")

@@ -23,6 +23,7 @@ def demo(course, lesson, reports=None, workdir=None):
     about = ", ".join(f"{student}: {sample['about']}" for student, sample in samples.items())
     print(f"Grading {len(samples)} sample submissions of {lesson} ({about})")
     reports = reports or course.root / "reports"
+    shutil.rmtree(reports / lesson, ignore_errors=True)  # a demo grades its class afresh
     grades = grade(class_dir, lesson, reports=reports)
     print_table(grades)
     print(f"Wrote {reports / lesson / 'grades.csv'}")

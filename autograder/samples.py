@@ -5,7 +5,8 @@ A lesson's sample class lives in samples/<lesson>.py: a Python literal mapping e
   answers       "solution" (answer cells filled from solutions/) or "release" (left as released),
   edits         {cell id: [[old, new], ...]} text replacements applied after that,
   delete        cell ids the student deleted (optional),
-  fails         the tests it must fail (all others must pass with full points).
+  fails         the tests it must fail (all others must pass with full points),
+  flags         (optional) text each expected integrity flag contains; none others may be raised.
 Writing samples as edits of the committed notebooks keeps them in step with the lesson.
 """
 import ast

@@ -11,10 +11,10 @@
     "dee": {"about": "a correct kernel, but add returns x + y", "answers": "solution",
             "edits": {"add": [["    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n    return out",
                                "    return x + y"]]},
-            "fails": ["test_add", "test_add_hidden", "test_add_performance"]},
+            "fails": ["test_add", "test_add_hidden", "test_add_performance"], "flags": ["torch fallback"]},
     "eve": {"about": "correct, but prints warnings on stderr", "answers": "solution",
             "edits": {"add": [["    return out", "    import sys, warnings\n    warnings.warn('debugging')\n    print('shape', out.shape, file=sys.stderr)\n    return out"]]},
             "fails": []},
     "fay": {"about": "correct, but deleted the visible test of add", "answers": "solution",
-            "delete": ["test_add"], "fails": []},
+            "delete": ["test_add"], "fails": [], "flags": ["deleted the read-only cell 'test_add'"]},
 }

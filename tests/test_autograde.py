@@ -44,6 +44,9 @@ def test_sample_gets_exactly_its_grade(course, graded, student):
     assert {t.test for t in grade.tests} == set(points), "every test must be graded, none missing"
     assert grade.score == sum(points.values()) - sum(points[t] for t in sample["fails"])
     assert grade.status == ("failed tests" if sample["fails"] else "ok")
+    expected_flags = sample.get("flags", [])
+    assert all(any(text in flag for flag in grade.flags) for text in expected_flags), grade.flags
+    assert expected_flags or not grade.flags, f"unexpected flags: {grade.flags}"
     for test in grade.tests:
         if test.score < test.max_score:
             assert test.message and test.message in grade.reason, f"{test.test} failed without saying why"
@@ -52,7 +55,7 @@ def test_sample_gets_exactly_its_grade(course, graded, student):
 def test_grades_csv_has_a_row_per_student_and_no_silent_zero(course, graded):
     rows = list(csv.DictReader(graded[1].open()))
     assert [r["student"] for r in rows] == sorted(SAMPLES)
-    assert list(rows[0]) == ["student", "score", "max_score", "status", "reason"]
+    assert list(rows[0]) == ["student", "score", "max_score", "status", "reason", "flags"]
     for row in rows:
         assert row["status"] in ("ok", "failed tests")
         if float(row["score"]) < float(row["max_score"]):

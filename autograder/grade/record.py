@@ -1,6 +1,7 @@
-"""Step 3 of grading: what each submission scored, per test, and why anything was short."""
+"""Step 3 of grading: what a submission scored, per test, why anything was short, and its flags."""
+import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
@@ -14,6 +15,7 @@ class TestResult:
     score: float
     max_score: float
     message: str = ""
+    manual: bool = False  # graded by a person; not a failure while it waits
 
 
 @dataclass
@@ -21,10 +23,20 @@ class StudentGrade:
     student: str
     score: float
     max_score: float
-    status: str  # ok | failed tests | needs manual grading | error
+    status: str  # ok | failed tests | needs manual grading | stopped | error
     reason: str = ""
     seconds: float = 0.0
     tests: list = field(default_factory=list)
+    flags: list = field(default_factory=list)
+
+    def to_json(self):
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text):
+        data = json.loads(text)
+        data["tests"] = [TestResult(**t) for t in data["tests"]]
+        return cls(**data)
 
 
 def failure_message(cell):
@@ -36,36 +48,41 @@ def failure_message(cell):
     return "failed without an error message"
 
 
-def _log_reason(run):
-    if run.timed_out:
-        return f"killed after {run.seconds:.0f} s: the notebook ran past the deadline (an endless loop?)"
-    errors = [line for line in ANSI.sub("", run.log).splitlines() if "ERROR" in line or "Error" in line]
-    return (errors[-1] if errors else run.log.strip().splitlines()[-1:] or ["no output"])[0].strip()
+def max_score(gradebook, assignment):
+    return gradebook.find_notebook(assignment, assignment).max_score
 
 
-def record(course, assignment, run):
-    """Read the gradebook and the autograded notebook for one student's run."""
-    notebook = course.root / "autograded" / run.student / assignment / f"{assignment}.ipynb"
-    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gradebook:
+def not_graded(student, assignment, course, reason, seconds=0.0, flags=()):
+    """A submission that could not be run at all still gets a row, a zero and the reason."""
+    with Gradebook(course.db_url) as gradebook:
+        top = max_score(gradebook, assignment)
+    return StudentGrade(student, 0.0, top, "error", reason, seconds, [], list(flags))
+
+
+def record(scratch, assignment, student, run_status, seconds, flags):
+    """Read the scratch course's gradebook and autograded notebook for one student's run."""
+    notebook = scratch.root / "autograded" / student / assignment / f"{assignment}.ipynb"
+    with Gradebook(scratch.db_url) as gradebook:
+        top = max_score(gradebook, assignment)
         try:
-            submitted = gradebook.find_submission_notebook(assignment, assignment, run.student)
-            max_score = gradebook.find_notebook(assignment, assignment).max_score
+            submitted = gradebook.find_submission_notebook(assignment, assignment, student)
         except MissingEntry:
-            max_score = gradebook.find_notebook(assignment, assignment).max_score
-            return StudentGrade(run.student, 0.0, max_score, "error",
-                                f"not graded: {_log_reason(run)}", run.seconds)
-        grades = [(g.name, g.score, g.max_score) for g in submitted.grades if g.max_score]
-        manual = sorted(g.name for g in submitted.grades if g.needs_manual_grade)
-    if run.returncode != 0 or not notebook.is_file():
-        return StudentGrade(run.student, 0.0, max_score, "error", f"not graded: {_log_reason(run)}",
-                            run.seconds)
+            submitted = None
+        grades = [] if submitted is None else \
+            [(g.name, g.score, g.max_score, g.needs_manual_grade) for g in submitted.grades if g.max_score]
+    if submitted is None or not notebook.is_file():
+        return None
     cells = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"): cell
              for cell in nbformat.read(notebook, as_version=4).cells}
-    tests = [TestResult(name, score, top, "" if score >= top else failure_message(cells.get(name, {})))
-             for name, score, top in grades]
-    score = sum(t.score for t in tests)
-    failed = [t for t in tests if t.score < t.max_score]
-    reason = "; ".join([f"{t.test}: {t.message}" for t in failed] +
-                       ([f"to grade by hand: {', '.join(manual)}"] if manual else []))
-    status = "failed tests" if failed else "needs manual grading" if manual else "ok"
-    return StudentGrade(run.student, score, max_score, status, reason, run.seconds, tests)
+    tests = [TestResult(name, score, most, "" if score >= most or manual else failure_message(cells.get(name, {})),
+                        manual)
+             for name, score, most, manual in grades]
+    failed = [t for t in tests if t.score < t.max_score and not t.manual]
+    manual = [t.test for t in tests if t.manual]
+    reasons = ([run_status["reason"]] if run_status.get("reason") else []) + \
+        [f"{t.test}: {t.message}" for t in failed] + \
+        ([f"to grade by hand: {', '.join(manual)}"] if manual else [])
+    status = "stopped" if run_status.get("reason") else "failed tests" if failed else \
+        "needs manual grading" if manual else "ok"
+    return StudentGrade(student, sum(t.score for t in tests), top, status, "; ".join(reasons), seconds,
+                        tests, flags)

@@ -1,45 +1,126 @@
-"""Step 2 of grading: run one submission through `nbgrader autograde`, under a wall-clock deadline."""
+"""Step 2 of grading: run one submission in a private copy of the course, its code in the sandbox.
+
+Each submission gets a scratch course of its own (config, source, a fresh gradebook holding only
+the assignment), so parallel runs never share an sqlite file and nothing a run does reaches the
+real course. nbgrader's autograde runs there as the grader, with its Execute step swapped for
+`SandboxedExecute`; a deadline on the whole process tree, enforced with SIGKILL, backs it up.
+"""
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
+
+from autograder.course import Course
+from autograder.grade import integrity
+from autograder.grade.record import not_graded, record
+
+# nbgrader's autograde pipeline with its Execute step replaced by ours.
+SANDBOX_CONFIG = """
+from autograder.grade.isolate import SandboxedExecute
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades
+
+c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+"""
+
 
 @dataclass(frozen=True)
-class RunResult:
-    student: str
-    returncode: int
-    seconds: float
-    log: str
-    timed_out: bool
+class Settings:
+    deadline: int = 900  # seconds for a whole notebook
+    memory_mb: int = 8192
+    processes: int = 256
+    sandbox: bool = True
 
 
-class AutogradeRunner:
-    """nbgrader's own autograde, one student per process tree, killed whole at the deadline.
+def make_template(course, assignment, into):
+    """A course holding only what grading needs: the config, source/<assignment>, a gradebook."""
+    template = Course(Path(into))
+    shutil.copy(course.root / "nbgrader_config.py", template.root / "nbgrader_config.py")
+    with (template.root / "nbgrader_config.py").open("a") as config:
+        config.write(SANDBOX_CONFIG)
+    shutil.copytree(course.root / "source" / assignment, template.root / "source" / assignment)
+    template.nbgrader("generate_assignment", assignment, "--force")
+    shutil.rmtree(template.root / "release", ignore_errors=True)
+    return template
 
-    A kernel spinning on a GPU ignores SIGINT, so the deadline is enforced with SIGKILL on the
-    process group (nbgrader and the notebook kernel it started).
-    """
 
-    def __init__(self, course, assignment, timeout):
-        self.course, self.assignment, self.timeout = course, assignment, timeout
+class SandboxRunner:
+    """Grades one submission: scratch course, sandboxed autograde, record, integrity flags."""
 
-    def __call__(self, submission):
-        env = dict(os.environ)
-        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-        command = [sys.executable, "-m", "nbgrader", "autograde", self.assignment,
-                   "--student", submission.student, "--force"]
-        start = time.monotonic()
-        process = subprocess.Popen(command, cwd=self.course.root, env=env, text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    def __init__(self, course, assignment, template, settings):
+        self.course, self.assignment, self.template, self.settings = course, assignment, template, settings
+        self.release = nbformat.read(course.notebook("release", assignment), as_version=4)
+
+    def __call__(self, submission, gpu=None, gpu_lock=None):
+        started = time.monotonic()
+        if submission.notebook is None:
+            return not_graded(submission.student, self.assignment, self.template, "; ".join(submission.notes))
         try:
-            log, _ = process.communicate(timeout=self.timeout)
-            timed_out = False
+            student_nb = nbformat.read(submission.notebook, as_version=4)
+        except Exception as error:  # anything that is not a notebook: truncated, binary, wrong JSON
+            return not_graded(submission.student, self.assignment, self.template,
+                              f"the notebook could not be read ({type(error).__name__}: {error}); "
+                              "was it saved completely, as .ipynb?")
+        flags = submission.notes + integrity.tampering(student_nb, self.release) + \
+            integrity.audit(student_nb, self.release)
+        with tempfile.TemporaryDirectory(prefix=f"grade-{submission.student}-") as scratch_dir:
+            scratch = Course(Path(scratch_dir) / "course")
+            shutil.copytree(self.template.root, scratch.root)
+            target = scratch.root / "submitted" / submission.student / self.assignment
+            shutil.copytree(submission.folder, target, ignore=shutil.ignore_patterns("*.ipynb"))
+            shutil.copy(submission.notebook, target / f"{self.assignment}.ipynb")
+            status_file = Path(scratch_dir) / "status.json"
+            log = self._autograde(scratch, submission.student, status_file, gpu, gpu_lock)
+            status = _json(status_file)
+            grade = record(scratch, self.assignment, submission.student, status,
+                           time.monotonic() - started, flags)
+            if grade is None:
+                return not_graded(submission.student, self.assignment, self.template,
+                                  f"nbgrader could not grade it: {_last_error(log)}",
+                                  time.monotonic() - started, flags)
+            self._keep(scratch.root / "autograded" / submission.student / self.assignment, submission.student)
+            return grade
+
+    def _keep(self, autograded, student):
+        """Copy the autograded notebook into the course, where nbgrader's feedback looks for it."""
+        target = self.course.root / "autograded" / student / self.assignment
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(autograded, target)
+
+    def _autograde(self, scratch, student, status_file, gpu, gpu_lock):
+        settings = self.settings
+        command = [sys.executable, "-m", "nbgrader", "autograde", self.assignment, "--student", student,
+                   "--force", f"--SandboxedExecute.deadline={settings.deadline}",
+                   f"--SandboxedExecute.memory_mb={settings.memory_mb}",
+                   f"--SandboxedExecute.processes={settings.processes}",
+                   f"--SandboxedExecute.status_file={status_file}",
+                   f"--SandboxedExecute.require_sandbox={settings.sandbox}",
+                   f"--SandboxedExecute.gpu={'' if gpu is None else gpu}",
+                   f"--SandboxedExecute.gpu_lock={gpu_lock or ''}"]
+        process = subprocess.Popen(command, cwd=scratch.root, text=True, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            log, _ = process.communicate(timeout=settings.deadline + 120)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             log, _ = process.communicate()
-            timed_out = True
-        return RunResult(submission.student, process.returncode, time.monotonic() - start, log, timed_out)
+            log += f"\nERROR: the grader itself ran past {settings.deadline + 120} s and was killed"
+        return log
+
+
+def _json(path):
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _last_error(log):
+    lines = [line.strip() for line in log.splitlines() if "ERROR" in line or "Error" in line]
+    return (lines or [line for line in log.strip().splitlines()[-1:]] or ["no output"])[-1][:500]

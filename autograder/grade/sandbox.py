@@ -12,6 +12,7 @@ The caller enforces the wall-clock deadline by killing the whole process group w
 Run as `python -m autograder.grade.sandbox --init ...` it is that init (PID 1 of the namespace).
 """
 import argparse
+import contextlib
 import os
 import resource
 import shutil
@@ -30,6 +31,7 @@ LIMIT_REASONS = {
     PROCESS_LIMIT: "too many processes (a fork bomb?): the sandbox was killed",
     MEMORY_LIMIT: "the host memory limit was exceeded: the sandbox was killed",
 }
+WORK = "/submission"  # where the writable work folder appears inside; not /work, which may hold the course
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys"]
 DEVICES = ["null", "zero", "full", "random", "urandom"]
 GPU_DEVICE_PREFIXES = ("nvidia",)
@@ -53,15 +55,16 @@ def available():
 
 
 def _readable_roots():
-    """What the sandboxed Python needs besides system folders: its prefixes and our package."""
+    """What the sandboxed Python needs besides system folders: its prefixes, its import path, and
+    our package, but never a folder that holds the course (it would show source/ and the gradebook)."""
     package = Path(autograder.__file__).resolve().parent
-    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent, package}
-    roots |= {Path(p).resolve() for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
-    return sorted(str(r) for r in roots)
+    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent}
+    roots |= {Path(entry).resolve() for entry in sys.path if entry and Path(entry).is_dir()}
+    return sorted({str(r) for r in roots if r not in package.parents} | {str(package)})
 
 
 def sandboxed(command, workdir, limits):
-    """The argv that runs `command` in the sandbox, with `workdir` as its writable /work."""
+    """The argv that runs `command` in the sandbox, with `workdir` as its writable WORK folder."""
     init = [sys.executable, "-m", "autograder.grade.sandbox", "--init", "--workdir", str(workdir),
             "--memory-mb", str(limits.memory_mb), "--processes", str(limits.processes),
             "--file-mb", str(limits.file_mb)]
@@ -96,7 +99,9 @@ def _build_root(root, workdir, readable):
             os.symlink(os.readlink(folder), root / folder.lstrip("/"))
         elif os.path.isdir(folder):
             _bind(folder, root / folder.lstrip("/"))
-    for path in readable:
+    (root / "tmp").mkdir()
+    _mount("-t", "tmpfs", "-o", "mode=1777,size=1g", "sandbox-tmp", str(root / "tmp"))
+    for path in readable:  # after /tmp, since a Python may live there
         if not any(path == d or path.startswith(d + "/") for d in SYSTEM_DIRS):
             _bind(path, root / path.lstrip("/"))
     (root / "dev").mkdir()
@@ -104,12 +109,11 @@ def _build_root(root, workdir, readable):
     for name in DEVICES + [n for n in os.listdir("/dev") if n.startswith(GPU_DEVICE_PREFIXES)]:
         if not os.path.isdir(f"/dev/{name}"):
             _bind(f"/dev/{name}", root / "dev" / name, writable=True)
-    for fresh in ("tmp", "dev/shm"):
-        (root / fresh).mkdir(parents=True, exist_ok=True)
-        _mount("-t", "tmpfs", "-o", "mode=1777,size=1g", "sandbox-tmp", str(root / fresh))
-    _bind(workdir, root / "work", writable=True)
+    (root / "dev" / "shm").mkdir()
+    _mount("-t", "tmpfs", "-o", "mode=1777,size=1g", "sandbox-shm", str(root / "dev" / "shm"))
+    _bind(workdir, root / WORK.lstrip("/"), writable=True)
     os.chroot(root)
-    os.chdir("/work")
+    os.chdir(WORK)
     (Path("/proc")).mkdir(exist_ok=True)
     _mount("-t", "proc", "proc", "/proc")
 
@@ -142,7 +146,8 @@ def init(args, command):
     _build_root(Path(args.workdir).parent / "root", Path(args.workdir), args.readable)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8",
            "MPLCONFIGDIR": "/tmp/matplotlib", "PYTHONDONTWRITEBYTECODE": "1"}
-    env.update({k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "TRITON_"))})
+    env.update({k: v for k, v in os.environ.items()
+                if k in ("PYTHONPATH", "LD_LIBRARY_PATH") or k.startswith(("CUDA_", "TRITON_", "COURSE_", "NVIDIA_"))})
     payload = os.fork()
     if payload == 0:
         _limit_payload(args)
@@ -157,10 +162,12 @@ def init(args, command):
             break
         count, rss_mb = _usage()
         if count > args.processes or rss_mb > args.memory_mb:
-            os.kill(-1, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
             return PROCESS_LIMIT if count > args.processes else MEMORY_LIMIT
         time.sleep(0.05)
-    os.kill(-1, signal.SIGKILL)  # leftovers (a background process the notebook started)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)  # leftovers (a background process the notebook started)
     return status if status >= 0 else 128 - status
 
 
