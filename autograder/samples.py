@@ -1,11 +1,18 @@
 """Sample submissions, written as edits to the release notebook, as a student would make them.
 
-A lesson's sample class lives in samples/<lesson>.py: a Python literal mapping each student to
+A lesson's sample class lives in samples/<lesson>.py (and the grader's adversarial corpus in
+tests/corpus/<lesson>.py): a Python literal mapping each student to
   about         what the submission shows,
   answers       "solution" (answer cells filled from solutions/) or "release" (left as released),
   edits         {cell id: [[old, new], ...]} text replacements applied after that,
-  delete        cell ids the student deleted (optional),
+  replace       {cell id: new source} (optional),
+  add_cells     [[after cell id, source], ...] code cells the student added (optional),
+  retype        [cell id, ...] code cells turned into markdown (optional),
+  delete        [cell id, ...] cells the student deleted (optional),
+  file          (optional) "corrupt: <text>" for a file that is not a notebook, or a file name,
+                for a notebook the student renamed,
   fails         the tests it must fail (all others must pass with full points),
+  status        (optional) the expected status, when not "ok" or "failed tests",
   flags         (optional) text each expected integrity flag contains; none others may be raised.
 Writing samples as edits of the committed notebooks keeps them in step with the lesson.
 """
@@ -16,8 +23,8 @@ import nbformat
 from autograder.course import CourseError
 
 
-def load_samples(course, lesson):
-    path = course.root / "samples" / f"{lesson}.py"
+def load_samples(course, lesson, folder="samples"):
+    path = course.root / folder / f"{lesson}.py"
     if not path.is_file():
         raise CourseError(f"{path.relative_to(course.root)} does not exist: no sample class for {lesson}")
     return ast.literal_eval(path.read_text())
@@ -35,9 +42,26 @@ def make_submission(course, lesson, sample):
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("solution") and cell.id in answers:
             cell.source = answers[cell.id]
+        cell.source = sample.get("replace", {}).get(cell.id, cell.source)
         for old, new in sample.get("edits", {}).get(cell.id, []):
             if old not in cell.source:
                 raise CourseError(f"sample edit for cell {cell.id!r} of {lesson} no longer applies: "
                                   f"{old!r} is not in the cell")
             cell.source = cell.source.replace(old, new)
+    for index, cell in enumerate(nb.cells):
+        if cell.id in sample.get("retype", []):
+            nb.cells[index] = nbformat.v4.new_markdown_cell(cell.source, metadata=cell.metadata, id=cell.id)
+    for number, (after, source) in enumerate(sample.get("add_cells", [])):
+        position = next(i for i, cell in enumerate(nb.cells) if cell.id == after) + 1
+        nb.cells.insert(position, nbformat.v4.new_code_cell(source, id=f"added-{number}"))
     return nb
+
+
+def write_submission(course, lesson, sample, folder):
+    """Write the sample's notebook file (or its corrupt stand-in) into a submission folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = sample.get("file", "")
+    if spec.startswith("corrupt:"):
+        (folder / f"{lesson}.ipynb").write_text(spec.split(":", 1)[1])
+        return
+    nbformat.write(make_submission(course, lesson, sample), folder / (spec or f"{lesson}.ipynb"))
