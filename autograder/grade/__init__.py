@@ -21,7 +21,7 @@ from autograder.grade.run import SandboxRunner, Settings, make_template
 __all__ = ["grade", "merge", "print_table", "Settings"]
 
 
-def _gpus():
+def visible_gpus():
     try:
         import torch
         return list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
@@ -37,9 +37,8 @@ def default_workers(gpus):
 
 
 def ensure_assignment(course, assignment):
-    """nbgrader grades against the gradebook's copy of the tests, made from source/."""
-    if not (course.root / "source" / assignment).is_dir():
-        raise CourseError(f"source/{assignment} does not exist: run `autograder build` first")
+    """The course's gradebook must know the assignment before grades go in. Only `merge` calls
+    this: shards running at once on a cluster never write the shared gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
     with Gradebook(course.db_url) as gradebook:
         try:
@@ -104,9 +103,10 @@ def grade(course, assignment, submissions=None, lms_zip=None, reports=None, work
     leave the merge to `merge`. Returns the grades (of the whole class, unless sharded)."""
     reports = Path(reports or course.root / "reports")
     settings = settings or Settings()
-    gpus = _gpus() if gpus is None else gpus
+    if not (course.root / "source" / assignment).is_dir():
+        raise CourseError(f"source/{assignment} does not exist: run `autograder build` first")
+    gpus = visible_gpus() if gpus is None else gpus
     workers = workers or default_workers(gpus)
-    ensure_assignment(course, assignment)
     found = collect(course, assignment, submissions, lms_zip)
     if shard is not None:
         index, count = shard
