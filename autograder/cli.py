@@ -43,7 +43,7 @@ def _gpu_list(text):
 
 
 def _grade(args, course):
-    from autograder.grade import Settings, grade, print_table
+    from autograder.grade.batch import Settings, grade, print_table
     settings = Settings(deadline=args.timeout, memory_mb=args.memory_mb, sandbox=not args.no_sandbox)
     grades = grade(course, args.assignment, submissions=args.submissions, lms_zip=args.zip,
                    reports=args.reports, workers=args.workers, gpus=args.gpus, force=args.force,
@@ -56,7 +56,7 @@ def _grade(args, course):
 
 
 def _merge(args, course):
-    from autograder.grade import merge, print_table
+    from autograder.grade.batch import merge, print_table
     print_table(merge(course, args.assignment, reports=args.reports))
     return 0
 

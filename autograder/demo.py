@@ -2,7 +2,7 @@
 import shutil
 
 from autograder.course import Course
-from autograder.grade import grade, print_table
+from autograder.grade.batch import grade, print_table
 from autograder.samples import load_samples, write_submission
 
 

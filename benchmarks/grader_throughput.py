@@ -18,7 +18,7 @@ from nbgrader.api import Gradebook
 
 from autograder.course import Course
 from autograder.demo import class_course
-from autograder.grade import default_workers, grade, visible_gpus
+from autograder.grade.batch import default_workers, grade, visible_gpus
 from autograder.samples import load_samples
 
 LESSON = "02_vector_add"

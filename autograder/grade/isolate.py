@@ -60,12 +60,11 @@ class SandboxedExecute(NbGraderPreprocessor):
             Path(self.status_file).write_text(json.dumps(status))
         return nb, resources
 
-    def _command(self, workdir, notebook, report_fd):
+    def _command(self, workdir, notebook, report_fd, limits):
         inner = [sys.executable, "-m", "autograder.grade.execute", f"{sandbox.WORK}/{notebook.name}",
                  "--report-fd", str(report_fd), "--cell-timeout", str(self.cell_timeout),
                  "--output-limit", str(self.output_limit)]
         if sandbox.available():
-            limits = sandbox.Limits(memory_mb=self.memory_mb, processes=self.processes, gpu=bool(self.gpu))
             return sandbox.sandboxed(inner, workdir, limits)
         if self.require_sandbox:
             raise RuntimeError("this machine cannot make user namespaces (unshare), so student code "
@@ -84,10 +83,16 @@ class SandboxedExecute(NbGraderPreprocessor):
             env["TRITON_INTERPRET"] = "1"
         if self.gpu_lock:
             env["COURSE_GPU_LOCK"] = f"{sandbox.WORK}/.gpu.lock"
-        process = subprocess.Popen(self._command(workdir, notebook, write_end), pass_fds=(write_end,),
-                                   env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, start_new_session=True, cwd=workdir)
-        os.close(write_end)
+        limits = sandbox.Limits(memory_mb=self.memory_mb, processes=self.processes, gpu=bool(self.gpu))
+        with sandbox.cgroups(limits) as joining:
+            process = subprocess.Popen(joining(self._command(workdir, notebook, write_end, limits)),
+                                       pass_fds=(write_end,), env=env, stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                       start_new_session=True, cwd=workdir)
+            os.close(write_end)
+            return self._collect(process, read_end)
+
+    def _collect(self, process, read_end):
         reports, end, buffer = [], None, b""
         deadline = time.monotonic() + self.deadline
         with os.fdopen(read_end, "rb") as pipe:

@@ -1,0 +1,140 @@
+"""The batch grader: collect -> run each submission (sandboxed, in parallel) -> merge -> report.
+
+Each step is a module of its own: collect.py finds notebooks, run.py grades one submission in a
+scratch course, merge.py is the gradebook's single writer, report.py writes what people read.
+"""
+import os
+import queue
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from autograder.course import CourseError
+from autograder.grade import merge as merging
+from autograder.grade.collect import collect
+from autograder.grade.report import copy_feedback, print_table, write_csv, write_report
+from autograder.grade.run import SandboxRunner, Settings, make_template
+
+__all__ = ["grade", "merge", "print_table", "Settings"]
+
+
+def visible_gpus():
+    try:
+        import torch
+        return list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    except ImportError:
+        return []
+
+
+def default_workers(gpus):
+    """One notebook per core leaves the machine busy but responsive; on GPUs, a few per GPU (their
+    correctness tests are light, and timed sections take turns through a lock per GPU)."""
+    cores = os.cpu_count() or 1
+    return max(1, min(cores, 4 * len(gpus)) if gpus else cores)
+
+
+def ensure_assignment(course, assignment):
+    """The course's gradebook must know the assignment before grades go in. Only `merge` calls
+    this: shards running at once on a cluster never write the shared gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+    with Gradebook(course.db_url) as gradebook:
+        try:
+            gradebook.find_assignment(assignment)
+            return
+        except MissingEntry:
+            pass
+    course.nbgrader("generate_assignment", assignment, "--force")
+
+
+class Progress:
+    """One line on stderr: how many are done, how fast, and when the batch should end."""
+
+    def __init__(self, total):
+        self.total, self.done, self.start = total, 0, time.monotonic()
+        self.live = sys.stderr.isatty()
+
+    def step(self, grade):
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        line = (f"graded {self.done}/{self.total} ({grade.student}: {grade.score:g}/{grade.max_score:g}), "
+                f"{elapsed:.0f} s so far, about {eta:.0f} s to go")
+        print(("\r" + line + "\033[K") if self.live else line, end="" if self.live else "\n", file=sys.stderr)
+        if self.live and self.done == self.total:
+            print(file=sys.stderr)
+
+
+def run_batch(course, assignment, submissions, reports, settings, workers, gpus):
+    """Grade submissions in parallel; each result is saved as soon as it is known."""
+    with tempfile.TemporaryDirectory(prefix="autograder-template-") as folder:
+        runner = SandboxRunner(course, assignment, make_template(course, assignment, folder), settings)
+        # One slot per worker, spread over the GPUs; each GPU has one lock for timed sections.
+        slots = queue.Queue()
+        locks = {}
+        for index in range(workers):
+            gpu = gpus[index % len(gpus)] if gpus else None
+            if gpu is not None and gpu not in locks:
+                locks[gpu] = Path(folder) / f"gpu{gpu}.lock"
+                locks[gpu].touch()
+            slots.put(gpu)
+
+        def grade_one(submission):
+            gpu = slots.get()
+            try:
+                return runner(submission, gpu=gpu, gpu_lock=locks.get(gpu))
+            finally:
+                slots.put(gpu)
+
+        progress, lock = Progress(len(submissions)), threading.Lock()
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in as_completed([pool.submit(grade_one, s) for s in submissions]):
+                grade = future.result()
+                with lock:
+                    merging.save(grade, reports, assignment)
+                    progress.step(grade)
+
+
+def grade(course, assignment, submissions=None, lms_zip=None, reports=None, workers=None, gpus=None,
+          force=False, shard=None, settings=None):
+    """Grade every submission of `assignment`; with `shard` (index, count) grade only that share and
+    leave the merge to `merge`. Returns the grades (of the whole class, unless sharded)."""
+    reports = Path(reports or course.root / "reports")
+    settings = settings or Settings()
+    if not (course.root / "source" / assignment).is_dir():
+        raise CourseError(f"source/{assignment} does not exist: run `autograder build` first")
+    gpus = visible_gpus() if gpus is None else gpus
+    workers = workers or default_workers(gpus)
+    found = collect(course, assignment, submissions, lms_zip)
+    if shard is not None:
+        index, count = shard
+        found = found[index::count]
+    done = {g.student for g in merging.load(reports, assignment)}
+    todo = [s for s in found if force or s.student not in done]
+    if len(todo) < len(found):
+        print(f"{len(found) - len(todo)} already graded (use --force to grade them again)", file=sys.stderr)
+    if todo:
+        print(f"grading {len(todo)} submission(s) of {assignment} with {workers} worker(s)"
+              + (f" on GPU(s) {', '.join(map(str, gpus))}" if gpus else " on Triton's interpreter"),
+              file=sys.stderr)
+        run_batch(course, assignment, todo, reports, settings, workers, gpus)
+    if shard is not None:
+        return [g for g in merging.load(reports, assignment) if g.student in {s.student for s in found}]
+    return merge(course, assignment, reports)
+
+
+def merge(course, assignment, reports=None):
+    """Results (of one run or of every shard) into the gradebook, grades.csv, feedback, report.html."""
+    reports = Path(reports or course.root / "reports")
+    grades = merging.load(reports, assignment)
+    if not grades:
+        raise CourseError(f"no results in {merging.results_dir(reports, assignment)}: grade first")
+    ensure_assignment(course, assignment)
+    merging.into_gradebook(course, assignment, grades)
+    folder = reports / assignment
+    write_csv(grades, folder / "grades.csv")
+    copy_feedback(course, assignment, grades, folder / "feedback")
+    write_report(grades, assignment, folder / "report.html")
+    return grades

@@ -1,0 +1,92 @@
+"""The sandbox on its own: what code inside can see, reach and use, as root and as a plain user."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder.grade import sandbox
+from conftest import ROOT
+
+pytestmark = pytest.mark.skipif(not sandbox.available(), reason="this machine cannot make user namespaces")
+
+PROBE = r"""
+import os, socket, sys
+secret = sys.argv[1]
+print("secret visible:", os.path.exists(secret))
+print("home visible:", any(os.path.exists(p) for p in ("/root/.bashrc", "/root/.cache", "/home")))
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    print("network: reachable")
+except OSError as error:
+    print("network: blocked")
+try:
+    open("/etc/autograder-probe", "w")
+    print("system: writable")
+except OSError:
+    print("system: read-only")
+open("/submission/written", "w").write("ok")
+print("processes:", len([p for p in os.listdir("/proc") if p.isdigit()]))
+"""
+
+
+def _run(command, workdir, limits=sandbox.Limits(memory_mb=1024, processes=32)):
+    with sandbox.cgroups(limits) as joining:
+        return subprocess.run(joining(sandbox.sandboxed(command, workdir, limits)), capture_output=True,
+                              text=True, timeout=120)
+
+
+def test_sandbox_hides_the_course_and_the_network(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    secret = ROOT / "source"
+    result = _run([sys.executable, "-c", PROBE, str(secret)], work)
+    assert result.returncode == 0, result.stderr
+    assert "secret visible: False" in result.stdout
+    assert "home visible: False" in result.stdout
+    assert "network: blocked" in result.stdout
+    assert "system: read-only" in result.stdout
+    assert (work / "written").read_text() == "ok", "the work folder must stay writable"
+    assert int(result.stdout.split("processes:")[1]) <= 3, "only the sandbox's own processes are visible"
+
+
+def test_a_fork_bomb_is_stopped(tmp_path):
+    bomb = ("import os, sys, time\nfor _ in range(300):\n    try:\n        os.fork()\n    except OSError:\n"
+            "        print('fork failed', flush=True)\n        time.sleep(0.01)\n")
+    result = _run([sys.executable, "-c", bomb], tmp_path)
+    # Contained by a cgroup or the process rlimit (forks fail), or killed by the init's watchdog.
+    assert "fork failed" in result.stdout or result.returncode == sandbox.PROCESS_LIMIT, \
+        (result.returncode, result.stdout[-500:], result.stderr[-500:])
+
+
+def test_memory_is_limited(tmp_path):
+    hog = "x = bytearray(4 << 30)\nprint('allocated')"
+    result = _run([sys.executable, "-c", hog], tmp_path)
+    assert "allocated" not in result.stdout
+    assert result.returncode != 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/python3").exists(),
+                    reason="needs root to become a plain user, and a Python a plain user can run")
+def test_a_plain_user_gets_the_same_sandbox():
+    """A GPU runner grades as an ordinary user: the namespaces need no privilege."""
+    tmp_path = Path(tempfile.mkdtemp(prefix="sandbox-user-"))  # pytest's own folders are root-only
+    copy = tmp_path / "code"
+    shutil.copytree(ROOT / "autograder", copy / "autograder")
+    work = tmp_path / "work"
+    work.mkdir()
+    for path in (tmp_path, copy, work):
+        path.chmod(0o777)
+    script = (f"import sys; sys.path.insert(0, {str(copy)!r}); from autograder.grade import sandbox; "
+              f"import subprocess; argv = sandbox.sandboxed(['/usr/bin/python3', '-c', {PROBE!r}, {str(ROOT)!r}], "
+              f"{str(work)!r}, sandbox.Limits(memory_mb=1024, processes=32)); "
+              "r = subprocess.run(argv, capture_output=True, text=True); print(r.stdout, r.stderr); sys.exit(r.returncode)")
+    result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             "/usr/bin/python3", "-c", script], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path, env={"PATH": os.environ["PATH"], "PYTHONPATH": str(copy)})
+    shutil.rmtree(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "secret visible: False" in result.stdout and "network: blocked" in result.stdout
