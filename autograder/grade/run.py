@@ -42,14 +42,14 @@ class Settings:
 
 
 def make_template(course, assignment, into):
-    """A course holding only what grading needs: the config, source/<assignment>, a gradebook."""
+    """A course holding only what grading needs: the config, source/<assignment>, a gradebook, and
+    the release made from that source (what students received, to compare their notebooks with)."""
     template = Course(Path(into))
     shutil.copy(course.root / "nbgrader_config.py", template.root / "nbgrader_config.py")
     with (template.root / "nbgrader_config.py").open("a") as config:
         config.write(SANDBOX_CONFIG)
     shutil.copytree(course.root / "source" / assignment, template.root / "source" / assignment)
-    template.nbgrader("generate_assignment", assignment, "--force")
-    shutil.rmtree(template.root / "release", ignore_errors=True)
+    template.nbgrader("generate_assignment", assignment, "--force")  # also makes the release to compare with
     return template
 
 
@@ -58,7 +58,7 @@ class SandboxRunner:
 
     def __init__(self, course, assignment, template, settings):
         self.course, self.assignment, self.template, self.settings = course, assignment, template, settings
-        self.release = nbformat.read(course.notebook("release", assignment), as_version=4)
+        self.release = nbformat.read(template.notebook("release", assignment), as_version=4)
 
     def __call__(self, submission, gpu=None, gpu_lock=None):
         started = time.monotonic()
