@@ -6,7 +6,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: demo test build check lab clean
+.PHONY: demo test build check bench clean
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ build: $(READY)
 
 check: $(READY)
 	$(BIN)/python -m autograder build --check
+
+# GPU only: the reference kernels against torch, torch.compile and the copy roof -> docs/benchmarks.md
+bench: $(READY)
+	$(BIN)/python benchmarks/kernels.py
 
 clean:
 	rm -rf $(VENV) build reports
