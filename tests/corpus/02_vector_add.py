@@ -1,0 +1,573 @@
+# The grader's adversarial corpus for 02_vector_add (format: autograder/samples.py), graded by
+# tests/test_batch.py with Settings(deadline=120, memory_mb=3072, processes=64).
+#
+# Each entry is one attack or fault. To keep the batch fast, most entries build on a cheap base:
+# - "release" answers (stubs: every test fails at once, 0/13), with a copy_kernel that is wrong
+#   (it doubles the values), so that a check that still compares values is what fails it;
+# - "release" answers with only copy_kernel done right (3/13: test_copy_kernel and its hidden test
+#   pass), for probes that must do no harm: a probe that gets through (reads the hidden tests, writes
+#   outside, reaches the network, sees NBGRADER_EXECUTION) sets copy_kernel = None, so that the copy
+#   tests fail and the entry's expectation breaks.
+# The grader must score each entry fairly, or flag it for a person (flags), and never crash.
+# Students whose names sort first are graded first: the two that run into the deadline lead.
+{
+    "busy_loop_kernel": {
+        "about": "add_kernel never ends (on the interpreter a Python loop; on a GPU a spinning kernel): "
+                 "the deadline kills the notebook in the first cell that launches it",
+        "answers": "solution",
+        "edits": {"add_kernel": [["    pid = tl.program_id(axis=0)\n",
+                                  "    pid = tl.program_id(axis=0)\n    while pid >= 0:  # never ends\n"
+                                  "        pid = pid + 0\n"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "status": "stopped",
+    },
+    "busy_loop_python": {
+        "about": "an endless Python loop in the add cell: killed at the deadline, earlier tests keep their points",
+        "answers": "solution",
+        "edits": {"add": [["    return out", "    return out\n\n\nwhile True:  # an endless loop\n    pass"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "status": "stopped",
+    },
+    "always_equal": {
+        "about": "add launches a kernel but returns an object whose __eq__ is always true",
+        "answers": "solution",
+        "replace": {"add": '''class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK_SIZE=1024)
+    return AlwaysEqual()'''},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "flags": ["defines __eq__"],
+    },
+    "correct": {"about": "a correct submission", "answers": "solution", "fails": []},
+    "corrupt": {
+        "about": "a file that is not a notebook", "answers": "release", "file": "corrupt: {not json",
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "status": "error",
+    },
+    "deleted_answer_and_test": {
+        "about": "the student deleted the copy_kernel answer cell together with its visible test",
+        "answers": "release", "delete": ["copy_kernel", "test_copy_kernel"],
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["deleted the read-only cell 'test_copy_kernel'"],
+    },
+    "deleted_setup_own_kit": {
+        "about": "deleted the locked setup cell and added lenient look-alike helpers, with stub answers",
+        "answers": "release", "delete": ["setup"],
+        "add_cells": [["cell-0", '''import math
+import os
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+ON_GPU = False
+DEVICE = torch.device("cpu")
+FLOAT_DTYPES = [torch.float32]
+
+
+def sized(gpu, cpu):
+    return cpu
+
+
+def rand(*shape, dtype=torch.float32, device=None):
+    return torch.randn(*shape).to(dtype)
+
+
+def guarded_empty(shape, dtype=torch.float32, device=None, fill=None):
+    return torch.zeros(shape, dtype=dtype)
+
+
+def call_answer(fn, *args, name=None, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except Exception:
+        return None
+
+
+def check_output(*args, **kwargs):
+    return None
+
+
+def expect_launched(*args, **kwargs):
+    return None
+
+
+class count_launches:
+    def __enter__(self):
+        return []
+
+    def __exit__(self, *args):
+        return False
+
+
+guarded_allocations = count_launches
+
+
+def bench_ms(fn):
+    return 1.0
+
+
+def gbps(nbytes, ms):
+    return 1.0
+
+
+def copy_bandwidth(n=None):
+    return 1.0
+
+
+def check_bandwidth(*args, **kwargs):
+    return None
+
+
+def plot_bandwidth(*args, **kwargs):
+    return None'''],],
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["deleted the read-only cell 'setup'", "redefines the course's check_output"],
+    },
+    "edited_tests": {
+        "about": "stub answers; the visible tests replaced by `pass` (nbgrader restores them)",
+        "answers": "release", "replace": {"test_copy_kernel": "pass", "test_add": "pass", "test_add_hidden": "pass"},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["edited the read-only cell 'test_copy_kernel'", "edited the read-only cell 'test_add'",
+                  "edited the read-only cell 'test_add_hidden'"],
+    },
+    "deleted_tests": {
+        "about": "stub answers; test cells deleted (nbgrader adds them back)",
+        "answers": "release", "delete": ["test_copy_kernel", "test_add_kernel_hidden", "test_add", "test_add_performance"],
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["deleted the read-only cell 'test_copy_kernel'", "deleted the read-only cell 'test_add'",
+                  "deleted the read-only cell 'test_add_kernel_hidden'",
+                  "deleted the read-only cell 'test_add_performance'"],
+    },
+    "fallback_with_dummy_launch": {
+        "about": "add launches a do-nothing kernel, so that a launch is counted, and returns x + y",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']]},
+        "replace": {"add": '''@triton.jit
+def nothing_kernel(x_ptr):
+    pass
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    nothing_kernel[(1,)](x)
+    return x + y'''},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["torch fallback"],
+    },
+    "fork_bomb": {
+        "about": "forks 100000 sleeping children in the add cell: the sandbox's process limit stops it",
+        "answers": "solution",
+        "edits": {"add": [["    return out", '''    return out
+
+
+import os
+import time
+
+for _ in range(100000):
+    if os.fork() == 0:
+        time.sleep(30)
+        os._exit(0)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "status": "stopped",
+        "flags": ["forks processes"],
+    },
+    "huge_output": {
+        "about": "prints 50 MB in an answer cell: the output is cut, grading goes on",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+for _ in range(1000):
+    print("y" * 50000)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+    },
+    "inplace": {
+        "about": "add writes the sum into x (x.add_(y); return x)",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']],
+                  "add": [["    # YOUR CODE HERE\n    raise NotImplementedError()", "    x.add_(y)\n    return x"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+    },
+    "input_transformer": {
+        "about": "a wrong copy_kernel and stubs; an IPython input transformer turns every test cell into `pass`",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+def skip_tests(lines):
+    text = "".join(lines)
+    if "check_output" in text or "expect_launched" in text or "HIDDEN" in text:
+        return ["pass\\n"]
+    return lines
+
+
+get_ipython().input_transformers_cleanup.append(skip_tests)''']]},
+        "fails": [],
+        "flags": ["uses the IPython shell object"],
+    },
+    "input_transformer_hidden": {
+        "about": "the same input transformer, reached through sys.modules so that no name gives it away",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+import sys
+
+
+def skip_tests(lines):
+    text = "".join(lines)
+    if "check_output" in text or "expect_launched" in text or "HIDDEN" in text:
+        return ["pass\\n"]
+    return lines
+
+
+sys.modules["IPython"].get_ipython().input_transformers_cleanup.append(skip_tests)''']]},
+        "fails": [],
+        "flags": ["input_transformers_cleanup"],
+    },
+    "kit_replaced_via_globals": {
+        "about": "a wrong copy_kernel; check_output replaced through globals() so that no assignment names it",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+globals()["check_output"] = lambda *args, **kwargs: None''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["check_output"],
+    },
+    "memory_hog": {
+        "about": "fills host memory 256 MB at a time (really written): stopped by the memory limit",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+def fill_memory():
+    blocks = []
+    while True:
+        blocks.append(b"x" * (256 << 20))
+
+
+fill_memory()''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+    },
+    "missing_mask": {
+        "about": "kernels without masks",
+        "answers": "solution",
+        "edits": {"copy_kernel": [[", mask=mask)", ")"]], "add_kernel": [[", mask=mask)", ")"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_copy_kernel",
+                  "test_copy_kernel_hidden"],
+    },
+    "monkeypatch_aliased": {
+        "about": "a wrong copy_kernel; torch.Tensor.all patched through an alias (import torch as T)",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+import torch as T
+
+T.Tensor.all = lambda self, *args, **kwargs: True''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["monkeypatching"],
+    },
+    "monkeypatch_comparisons": {
+        "about": "a wrong copy_kernel; torch.allclose, torch.testing.assert_close, math.isclose and "
+                 "numpy.testing.assert_allclose patched to always agree",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+import math
+
+import numpy
+
+torch.allclose = lambda *args, **kwargs: True
+torch.testing.assert_close = lambda *args, **kwargs: None
+math.isclose = lambda *args, **kwargs: True
+numpy.testing.assert_allclose = lambda *args, **kwargs: None''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["assigns torch.allclose", "assigns torch.testing.assert_close", "assigns math.isclose",
+                  "assigns numpy.testing.assert_allclose"],
+    },
+    "monkeypatch_isclose": {
+        "about": "a wrong copy_kernel; torch.isclose patched to say every element matches",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(a, dtype=torch.bool)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["assigns torch.isclose"],
+    },
+    "nbgrader_env": {
+        "about": "behaves differently when NBGRADER_EXECUTION is set (it must not be)",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+import os
+
+print("environment:", sorted(os.environ))
+if os.environ.get("NBGRADER_EXECUTION"):
+    copy_kernel = None''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["NBGRADER_EXECUTION"],
+    },
+    "network": {
+        "about": "opens a socket to 1.1.1.1:53 from an answer cell: no network in the sandbox",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+import socket
+
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=3).close()
+    print("the network is reachable")
+    copy_kernel = None
+except OSError as error:
+    print("no network:", error)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["uses the network"],
+    },
+    "os_exit": {
+        "about": "os._exit(0) in the add cell: the kernel dies; tests that ran keep their points",
+        "answers": "solution",
+        "edits": {"add": [["    return out", "    return out\n\n\nimport os\n\nos._exit(0)"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "status": "stopped",
+        "flags": ["exits the kernel"],
+    },
+    "read_outside": {
+        "about": "reads /etc/hostname (fine), then looks everywhere for the hidden tests and gradebooks",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+import os
+
+print("hostname:", open("/etc/hostname").read().strip())
+candidates = ["../../source/02_vector_add/02_vector_add.ipynb", "../source/02_vector_add/02_vector_add.ipynb",
+              "../../gradebook.db", "../gradebook.db", "/work/main/source/02_vector_add/02_vector_add.ipynb",
+              "/work/main/gradebook.db"]
+for root, folders, files in os.walk("/"):
+    folders[:] = [f for f in folders if os.path.join(root, f) not in ("/proc", "/sys", "/dev", "/usr", "/etc")]
+    candidates += [os.path.join(root, f) for f in files if f.endswith((".ipynb", ".db", ".json"))]
+leaks = []
+for path in candidates:
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read()
+    except OSError:
+        continue
+    if b"BEGIN HIDDEN TESTS" in text or b"_check_add_kernel" in text or b"submitted_notebook" in text:
+        leaks.append(path)
+print("found outside what was handed in:", leaks)
+if leaks:
+    copy_kernel = None''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["opens a file"],
+    },
+    "release": {
+        "about": "the release, untouched", "answers": "release",
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+    },
+    "renamed": {
+        "about": "the notebook was saved as 'Copy of 02_vector_add.ipynb'",
+        "answers": "release", "file": "Copy of 02_vector_add.ipynb",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["renamed to 'Copy of 02_vector_add.ipynb'"],
+    },
+    "retyped_tests": {
+        "about": "stub answers; two test cells turned into markdown (nbgrader turns them back)",
+        "answers": "release", "retype": ["test_copy_kernel", "test_add_hidden"],
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["changed cell 'test_copy_kernel' from code to markdown",
+                  "changed cell 'test_add_hidden' from code to markdown"],
+    },
+    "showtraceback": {
+        "about": "a wrong copy_kernel and stubs; the shell's showtraceback replaced so that errors print nothing",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+get_ipython().showtraceback = lambda *args, **kwargs: None''']]},
+        "fails": [],
+        "flags": ["replaces showtraceback"],
+    },
+    "stderr_redirect": {
+        "about": "a wrong copy_kernel; sys.stderr replaced by a StringIO",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+import io
+import sys
+
+sys.stderr = io.StringIO()''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["assigns sys.stderr"],
+    },
+    "sys_exit": {
+        "about": "sys.exit(1) at the end of an answer cell: IPython catches SystemExit, grading goes on",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+import sys
+
+sys.exit(1)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["exits the kernel"],
+    },
+    "torch_fallback": {
+        "about": "add returns x + y and launches nothing",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']],
+                  "add": [["    # YOUR CODE HERE\n    raise NotImplementedError()", "    return x + y"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["torch fallback"],
+    },
+    "uninitialised": {
+        "about": "add computes x + y with torch, frees it, and returns torch.empty_like(x), which may hold it",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']],
+                  "add": [["    # YOUR CODE HERE\n    raise NotImplementedError()",
+                           "    total = x + y\n    del total\n    return torch.empty_like(x)"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+    },
+    "write_outside": {
+        "about": "tries to write a file into every folder it can see outside its own",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+import os
+
+folders = ["..", "../..", "/", "/work", "/work/main", "/root"]
+for root, subfolders, files in os.walk("/"):
+    subfolders[:] = [f for f in subfolders if os.path.join(root, f) not in ("/proc", "/sys", "/dev")]
+    if root.count("/") <= 4 or any(f.endswith((".ipynb", ".db")) for f in files):
+        folders.append(root)
+written = []
+for folder in folders:
+    try:
+        with open(os.path.join(folder, "PWNED-write_outside"), "w") as handle:
+            handle.write("written by a student")
+        written.append(folder)
+    except OSError:
+        pass
+for root, subfolders, files in os.walk("/"):
+    subfolders[:] = [f for f in subfolders if os.path.join(root, f) not in ("/proc", "/sys", "/dev")]
+    for name in files:
+        if name.endswith(".db"):
+            try:
+                with open(os.path.join(root, name), "ab") as handle:
+                    handle.write(b"garbage")
+                written.append(os.path.join(root, name))
+            except OSError:
+                pass
+print("wrote into:", written)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["opens a file"],
+    },
+}
