@@ -783,9 +783,11 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, x_row_stride, out_row_stride,
     x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask, other=-float("inf"))
     x = x.to(tl.float32)
     x = x - tl.max(x, axis=1)[:, None]
-    numerator = tl.exp(x)
-    denominator = tl.sum(numerator, axis=1)
-    y = numerator / denominator[:, None]
+    # exp(x) = 2^(x log2 e): exp2 is the GPU's native instruction. One division per row, then a
+    # multiply per element, keeps the special-function unit from slowing a memory-bound kernel.
+    numerator = tl.exp2(x * 1.4426950408889634)
+    inverse = 1.0 / tl.sum(numerator, axis=1)
+    y = numerator * inverse[:, None]
     tl.store(out_ptr + rows[:, None] * out_row_stride + cols[None, :], y.to(out_ptr.dtype.element_ty),
              mask=mask)
     ### END SOLUTION
@@ -902,9 +904,10 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     n_rows, n_cols = x.shape
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     BLOCK_N = triton.next_power_of_2(n_cols)
-    ROWS = min(max(1, 4096 // BLOCK_N), triton.next_power_of_2(n_rows))
+    # Narrow rows: 8 rows a program, so each moves a few KiB; wide rows: one row, more warps.
+    ROWS = min(max(1, min(8, 4096 // BLOCK_N)), triton.next_power_of_2(n_rows))
     elements = ROWS * BLOCK_N
-    num_warps = 4 if elements <= 2048 else 8 if elements <= 8192 else 16
+    num_warps = 4 if elements <= 4096 else 8 if elements <= 8192 else 16
     grid = (triton.cdiv(n_rows, ROWS),)
     softmax_kernel[grid](x, out, n_rows, n_cols, x.stride(0), out.stride(0),
                          ROWS=ROWS, BLOCK_N=BLOCK_N, num_warps=num_warps)
