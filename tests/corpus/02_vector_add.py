@@ -20,6 +20,7 @@
                                   "        pid = pid + 0\n"]]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "status": "stopped",
+        "reason": "deadline",
     },
     "busy_loop_python": {
         "about": "an endless Python loop in the add cell: killed at the deadline, earlier tests keep their points",
@@ -27,6 +28,7 @@
         "edits": {"add": [["    return out", "    return out\n\n\nwhile True:  # an endless loop\n    pass"]]},
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "status": "stopped",
+        "reason": "deadline",
     },
     "always_equal": {
         "about": "add launches a kernel but returns an object whose __eq__ is always true",
@@ -52,6 +54,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
                   "test_copy_kernel", "test_copy_kernel_hidden"],
         "status": "error",
+        "reason": "could not be read",
     },
     "deleted_answer_and_test": {
         "about": "the student deleted the copy_kernel answer cell together with its visible test",
@@ -136,6 +139,30 @@ def plot_bandwidth(*args, **kwargs):
                   "test_copy_kernel", "test_copy_kernel_hidden"],
         "flags": ["deleted the read-only cell 'setup'", "redefines the course's check_output"],
     },
+    "disk_filler": {
+        "about": "writes 40 files of 60 MB (each under the 64 MB file limit) into its own folder, on the host's disk",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+written = 0
+try:
+    for number in range(40):
+        with open(f"filler-{number}.bin", "wb") as handle:
+            handle.write(b"x" * (60 << 20))
+        written += 60
+except OSError as error:
+    print("stopped writing:", error)
+print("wrote", written, "MB")
+if written > 1024:  # more than /tmp holds: nothing caps the disk a submission may fill
+    copy_kernel = None''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["opens a file"],
+    },
     "edited_tests": {
         "about": "stub answers; the visible tests replaced by `pass` (nbgrader restores them)",
         "answers": "release", "replace": {"test_copy_kernel": "pass", "test_add": "pass", "test_add_hidden": "pass"},
@@ -187,7 +214,25 @@ for _ in range(100000):
         os._exit(0)''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "status": "stopped",
+        "reason": "too many processes",
         "flags": ["forks processes"],
+    },
+    "hidden_tests_via_history": {
+        "about": "prints IPython's input history (In), which holds the hidden tests that already ran, "
+                 "into its own output: the feedback must not show them",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']],
+                  "add": [["    raise NotImplementedError()", '''    raise NotImplementedError()
+
+
+for source in In:
+    if "BEGIN HIDDEN" in source:
+        print(source)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
     },
     "huge_output": {
         "about": "prints 50 MB in an answer cell: the output is cut, grading goes on",
@@ -272,6 +317,24 @@ sys.modules["IPython"].get_ipython().input_transformers_cleanup.append(skip_test
 globals()["check_output"] = lambda *args, **kwargs: None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "flags": ["check_output"],
+    },
+    "kill_grader": {
+        "about": "kills its parent (the process that runs the notebook and reports each cell) from the add cell",
+        "answers": "solution",
+        "edits": {"add": [["    return out", "    return out\n\n\nimport os\nimport signal\n\nos.kill(os.getppid(), signal.SIGKILL)"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "status": "stopped",
+        "flags": ["sends signals"],
+    },
+    "metadata_not_a_dict": {
+        "about": "a notebook whose cell metadata has \"nbgrader\": null (a hand-edited or damaged file)",
+        "answers": "release",
+        "file": 'corrupt: {"cells": [{"cell_type": "code", "execution_count": null, "id": "answer", '
+                '"metadata": {"nbgrader": null}, "outputs": [], "source": "print(1)"}], "metadata": {}, '
+                '"nbformat": 4, "nbformat_minor": 5}',
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "status": "error",
     },
     "memory_hog": {
         "about": "fills host memory 256 MB at a time (really written): stopped by the memory limit",
@@ -399,6 +462,7 @@ except OSError as error:
         "edits": {"add": [["    return out", "    return out\n\n\nimport os\n\nos._exit(0)"]]},
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "status": "stopped",
+        "reason": "exited",
         "flags": ["exits the kernel"],
     },
     "read_outside": {
@@ -414,6 +478,8 @@ except OSError as error:
 import os
 
 print("hostname:", open("/etc/hostname").read().strip())
+hidden = ("_check_add" + "_kernel(").encode()  # a hidden test's name (spelt so that this cell does not match)
+lesson = ("02_vector" + "_add").encode()
 candidates = ["../../source/02_vector_add/02_vector_add.ipynb", "../source/02_vector_add/02_vector_add.ipynb",
               "../../gradebook.db", "../gradebook.db", "/work/main/source/02_vector_add/02_vector_add.ipynb",
               "/work/main/gradebook.db"]
@@ -427,9 +493,9 @@ for path in candidates:
             text = handle.read()
     except OSError:
         continue
-    if b"BEGIN HIDDEN TESTS" in text or b"_check_add_kernel" in text or b"submitted_notebook" in text:
+    if hidden in text or (text.startswith(b"SQLite format 3") and lesson in text):
         leaks.append(path)
-print("found outside what was handed in:", leaks)
+print("hidden tests or gradebooks found:", leaks)
 if leaks:
     copy_kernel = None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
@@ -458,6 +524,15 @@ if leaks:
                   "test_copy_kernel", "test_copy_kernel_hidden"],
         "flags": ["changed cell 'test_copy_kernel' from code to markdown",
                   "changed cell 'test_add_hidden' from code to markdown"],
+    },
+    "segfault": {
+        "about": "crashes the kernel with a segmentation fault (ctypes.string_at(0)) in the add cell",
+        "answers": "solution",
+        "edits": {"add": [["    return out", "    return out\n\n\nimport ctypes\n\nctypes.string_at(0)"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "status": "stopped",
+        "reason": "SIGSEGV",
+        "flags": ["imports ctypes"],
     },
     "showtraceback": {
         "about": "a wrong copy_kernel and stubs; the shell's showtraceback replaced so that errors print nothing",
