@@ -21,13 +21,20 @@ CALLS = {
     "open": "opens a file", "exec": "runs generated code (exec)", "eval": "runs generated code (eval)",
     "__import__": "imports by name", "setattr": None, "exit": "exits the kernel", "quit": "exits the kernel",
     "get_ipython": "uses the IPython shell object",
+    "globals": "reaches names through globals()", "vars": "reaches names through vars()",
 }
+# IPython's input history and the interpreter's frames and source cache hold the hidden tests that ran.
+HISTORY = {"In": "reads IPython's input history (In)", "Out": "reads IPython's output history (Out)",
+           "_ih": "reads IPython's input history (_ih)", "_oh": "reads IPython's output history (_oh)",
+           "_i": "reads IPython's input history (_i)", "_ii": "reads IPython's input history (_ii)",
+           "linecache": "reads the source cache (linecache)"}
 MODULE_CALLS = {
     "os": {"system": "runs a shell command", "popen": "runs a shell command", "fork": "forks processes",
            "_exit": "exits the kernel", "kill": "sends signals", "remove": "deletes files",
            "unlink": "deletes files", "listdir": "lists folders", "walk": "lists folders",
            "scandir": "lists folders", "chdir": "changes folder", "rename": "renames files"},
-    "sys": {"exit": "exits the kernel", "settrace": "installs a tracer", "setprofile": "installs a profiler"},
+    "sys": {"exit": "exits the kernel", "settrace": "installs a tracer", "setprofile": "installs a profiler",
+            "_getframe": "inspects the caller's frames"},
     "shutil": {"*": "copies or deletes files"}, "subprocess": {"*": "runs processes"},
     "socket": {"*": "uses the network"}, "urllib": {"*": "uses the network"}, "requests": {"*": "uses the network"},
     "http": {"*": "uses the network"}, "ctypes": {"*": "calls C directly (ctypes)"},
@@ -35,7 +42,7 @@ MODULE_CALLS = {
     "multiprocessing": {"*": "starts processes"}, "threading": {"*": "starts threads"},
 }
 SUSPECT_IMPORTS = {"subprocess", "socket", "urllib", "requests", "http", "ctypes", "shutil", "multiprocessing",
-                   "pickle", "importlib", "inspect", "gc", "nbgrader", "IPython"}
+                   "pickle", "importlib", "inspect", "gc", "nbgrader", "IPython", "linecache", "traceback"}
 TORCH_COMPUTE = {"add", "sub", "mul", "div", "softmax", "log_softmax", "sum", "mean", "exp", "maximum",
                  "minimum", "where", "matmul", "mm", "bmm", "relu", "sigmoid", "tanh", "layer_norm",
                  "clone", "copy_", "addmm", "einsum", "transpose", "t", "amax", "max", "cumsum"}
@@ -140,6 +147,16 @@ class _Auditor(ast.NodeVisitor):
                 what = table.get(node.func.attr) or table.get("*")
                 if what:
                     self.flag(node, f"{what} ({_dotted(node.func)})")
+        self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id in HISTORY:
+            self.flag(node, HISTORY[node.id])
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node):
+        if node.attr == "modules" and _root(node) == "sys":
+            self.flag(node, "reaches modules through sys.modules")
         self.generic_visit(node)
 
     def visit_Constant(self, node):
