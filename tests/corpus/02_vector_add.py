@@ -1,14 +1,17 @@
-# The grader's adversarial corpus for 02_vector_add (format: autograder/samples.py), graded by
-# tests/test_batch.py with Settings(deadline=120, memory_mb=3072, processes=64).
+# The grader's adversarial corpus for 02_vector_add, in the format of autograder/samples.py, graded by
+# tests/test_batch.py with Settings(deadline=120, memory_mb=3072, processes=64). One key more:
+#   reason   (optional) text that the grade's reason must contain.
+# Each entry is one attack or fault, and its expectation is what a correct grader does with it: score
+# it fairly, or flag it for a person where it cannot (flags), and never crash. Expectations are not
+# bent to fit today's grader: an entry it gets wrong fails in tests/test_batch.py until it is fixed.
 #
-# Each entry is one attack or fault. To keep the batch fast, most entries build on a cheap base:
+# To keep the batch fast, most entries build on a cheap base:
 # - "release" answers (stubs: every test fails at once, 0/13), with a copy_kernel that is wrong
 #   (it doubles the values), so that a check that still compares values is what fails it;
 # - "release" answers with only copy_kernel done right (3/13: test_copy_kernel and its hidden test
 #   pass), for probes that must do no harm: a probe that gets through (reads the hidden tests, writes
-#   outside, reaches the network, sees NBGRADER_EXECUTION) sets copy_kernel = None, so that the copy
-#   tests fail and the entry's expectation breaks.
-# The grader must score each entry fairly, or flag it for a person (flags), and never crash.
+#   outside, fills the disk, reaches the network, sees NBGRADER_EXECUTION) sets copy_kernel = None, so
+#   that the copy tests fail and the entry's expectation breaks.
 # Students whose names sort first are graded first: the two that run into the deadline lead.
 {
     "busy_loop_kernel": {
@@ -30,24 +33,6 @@
         "status": "stopped",
         "reason": "deadline",
     },
-    "always_equal": {
-        "about": "add launches a kernel but returns an object whose __eq__ is always true",
-        "answers": "solution",
-        "replace": {"add": '''class AlwaysEqual:
-    def __eq__(self, other):
-        return True
-
-    def __ne__(self, other):
-        return False
-
-
-def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK_SIZE=1024)
-    return AlwaysEqual()'''},
-        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
-        "flags": ["defines __eq__"],
-    },
     "correct": {"about": "a correct submission", "answers": "solution", "fails": []},
     "corrupt": {
         "about": "a file that is not a notebook", "answers": "release", "file": "corrupt: {not json",
@@ -63,8 +48,20 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
                   "test_copy_kernel", "test_copy_kernel_hidden"],
         "flags": ["deleted the read-only cell 'test_copy_kernel'"],
     },
+    "deleted_setup": {
+        "about": "copy_kernel done, the locked setup cell deleted: it must be put back for grading, as the flag says",
+        "answers": "release", "delete": ["setup"],
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["deleted the read-only cell 'setup'"],
+    },
     "deleted_setup_own_kit": {
-        "about": "deleted the locked setup cell and added lenient look-alike helpers, with stub answers",
+        "about": "deleted the locked setup cell and added lenient look-alike helpers, with stub answers: "
+                 "every test passes in the notebook, so the redefinitions must be flagged",
         "answers": "release", "delete": ["setup"],
         "add_cells": [["cell-0", '''import math
 import os
@@ -135,8 +132,7 @@ def check_bandwidth(*args, **kwargs):
 
 def plot_bandwidth(*args, **kwargs):
     return None'''],],
-        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
-                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "fails": [],
         "flags": ["deleted the read-only cell 'setup'", "redefines the course's check_output"],
     },
     "disk_filler": {
@@ -158,7 +154,7 @@ try:
 except OSError as error:
     print("stopped writing:", error)
 print("wrote", written, "MB")
-if written > 1024:  # more than /tmp holds: nothing caps the disk a submission may fill
+if written >= 40 * 60:  # 2.4 GB, and nothing stopped it: no cap on the disk a submission may fill
     copy_kernel = None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "flags": ["opens a file"],
@@ -179,6 +175,24 @@ if written > 1024:  # more than /tmp holds: nothing caps the disk a submission m
         "flags": ["deleted the read-only cell 'test_copy_kernel'", "deleted the read-only cell 'test_add'",
                   "deleted the read-only cell 'test_add_kernel_hidden'",
                   "deleted the read-only cell 'test_add_performance'"],
+    },
+    "equal_to_anything": {
+        "about": "add launches a kernel but returns an object whose __eq__ is always true",
+        "answers": "solution",
+        "replace": {"add": '''class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK_SIZE=1024)
+    return AlwaysEqual()'''},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "flags": ["defines __eq__"],
     },
     "fallback_with_dummy_launch": {
         "about": "add launches a do-nothing kernel, so that a launch is counted, and returns x + y",
@@ -248,8 +262,15 @@ for _ in range(1000):
     print("y" * 50000)''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
     },
-    "inplace": {
-        "about": "add writes the sum into x (x.add_(y); return x)",
+    "inplace_kernel": {
+        "about": "add launches add_kernel with x as the output (saves an allocation) and returns x",
+        "answers": "solution",
+        "edits": {"add": [["    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n    return out",
+                           "    add_kernel[grid](x, y, x, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n    return x"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+    },
+    "inplace_torch": {
+        "about": "add writes the sum into x with torch (x.add_(y); return x)",
         "answers": "release",
         "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -305,13 +326,13 @@ sys.modules["IPython"].get_ipython().input_transformers_cleanup.append(skip_test
         "flags": ["input_transformers_cleanup"],
     },
     "kit_replaced_via_globals": {
-        "about": "a wrong copy_kernel; check_output replaced through globals() so that no assignment names it",
+        "about": "a right copy_kernel; check_output replaced through globals() so that no assignment names it",
         "answers": "release",
         "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     values = tl.load(src_ptr + offsets, mask=mask)
-    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
 
 
 globals()["check_output"] = lambda *args, **kwargs: None''']]},
@@ -335,9 +356,10 @@ globals()["check_output"] = lambda *args, **kwargs: None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
                   "test_copy_kernel", "test_copy_kernel_hidden"],
         "status": "error",
+        "flags": ["deleted the read-only cell 'setup'"],
     },
     "memory_hog": {
-        "about": "fills host memory 256 MB at a time (really written): stopped by the memory limit",
+        "about": "fills host memory 256 MB at a time (really written): the memory limit ends it with a MemoryError",
         "answers": "release",
         "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -363,13 +385,13 @@ fill_memory()''']]},
                   "test_copy_kernel_hidden"],
     },
     "monkeypatch_aliased": {
-        "about": "a wrong copy_kernel; torch.Tensor.all patched through an alias (import torch as T)",
+        "about": "a right copy_kernel; torch.Tensor.all patched through an alias (import torch as T)",
         "answers": "release",
         "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     values = tl.load(src_ptr + offsets, mask=mask)
-    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
 
 
 import torch as T
