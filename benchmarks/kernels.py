@@ -58,7 +58,7 @@ def time_or_none(kit, fn):
 
 
 def vector_add(kit, lesson):
-    torch, rand = kit["torch"], kit["rand"]
+    rand = kit["rand"]
     add_compiled = compiled(lambda x, y: x + y)
     rows = []
     for power in range(12, 29, 2):
@@ -68,13 +68,11 @@ def vector_add(kit, lesson):
                  "eager": time_or_none(kit, lambda: x + y),
                  "compile": time_or_none(kit, add_compiled and (lambda: add_compiled(x, y)))}
         rows.append((f"2^{power}", 12 * n, times))
-        del x, y
-        torch.cuda.empty_cache()
     return "vector add, fp32 (GB/s, 3 passes)", rows
 
 
 def ten_ops(kit, lesson):
-    torch, rand = kit["torch"], kit["rand"]
+    rand = kit["rand"]
     chain_compiled = compiled(lesson["ten_ops_torch"])
     rows = []
     for power in (20, 22, 24, 26, 28):
@@ -84,8 +82,6 @@ def ten_ops(kit, lesson):
                  "eager": time_or_none(kit, lambda: lesson["ten_ops_torch"](x)),
                  "compile": time_or_none(kit, chain_compiled and (lambda: chain_compiled(x)))}
         rows.append((f"2^{power}", 8 * n, times))
-        del x
-        torch.cuda.empty_cache()
     return "ten elementwise ops, fp32 (GB/s of the bytes floor: one read, one write)", rows
 
 
@@ -99,8 +95,6 @@ def softmax(kit, lesson):
                  "eager": time_or_none(kit, lambda: torch.softmax(x, dim=-1)),
                  "compile": time_or_none(kit, softmax_compiled and (lambda: softmax_compiled(x)))}
         rows.append((f"{x.shape[0]}x{width}", 8 * x.numel(), times))
-        del x
-        torch.cuda.empty_cache()
     return "row softmax, fp32, 2^26 elements (GB/s, one read, one write)", rows
 
 
