@@ -35,7 +35,7 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
-from autograder.grade.feedback import HideHiddenTestTracebacks  # noqa: E402
+from autograder.grade.feedback import HideHiddenTestTracebacks, RedactHiddenTests  # noqa: E402
 
-c.GenerateFeedback.preprocessors = [HideHiddenTestTracebacks, ClearHiddenTests, GetGrades,
+c.GenerateFeedback.preprocessors = [HideHiddenTestTracebacks, RedactHiddenTests, ClearHiddenTests, GetGrades,
                                     CSSHTMLHeaderPreprocessor]

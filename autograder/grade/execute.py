@@ -57,6 +57,7 @@ def _death_detail(client):
 
 def execute(path, report, cell_timeout, output_limit):
     nb = nbformat.read(path, as_version=4)
+    os.unlink(path)  # it holds the hidden tests, put back for grading: gone before any student code runs
     # Unix sockets, not TCP: the sandbox has no network, not even loopback.
     kernel = AsyncKernelManager(kernel_name="python3", transport="ipc", ip="/tmp/kernel")
     client = BoundedClient(nb, output_limit, km=kernel, timeout=cell_timeout, kernel_name="python3",

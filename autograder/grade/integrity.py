@@ -76,6 +76,7 @@ def _is_jit(function):
 class _Auditor(ast.NodeVisitor):
     def __init__(self):
         self.found = []  # (line, what)
+        self.guarded = set(GUARDED_MODULES)  # and the names they are imported as (import torch as T)
 
     def flag(self, node, what):
         self.found.append((node.lineno, what))
@@ -84,15 +85,19 @@ class _Auditor(ast.NodeVisitor):
         for alias in node.names:
             if alias.name.split(".")[0] in SUSPECT_IMPORTS:
                 self.flag(node, f"imports {alias.name}")
+            if alias.name.split(".")[0] in GUARDED_MODULES and alias.asname:
+                self.guarded.add(alias.asname)
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node):
         if (node.module or "").split(".")[0] in SUSPECT_IMPORTS:
             self.flag(node, f"imports from {node.module}")
+        if (node.module or "").split(".")[0] in GUARDED_MODULES:  # from torch import Tensor
+            self.guarded |= {alias.asname or alias.name for alias in node.names}
         self.generic_visit(node)
 
     def _assigned(self, target, node):
-        if isinstance(target, (ast.Attribute, ast.Subscript)) and _root(target) in GUARDED_MODULES:
+        if isinstance(target, (ast.Attribute, ast.Subscript)) and _root(target) in self.guarded:
             self.flag(node, f"assigns {_dotted(target) or _root(target)} (monkeypatching)")
         elif isinstance(target, ast.Attribute) and target.attr in HOOKS:
             self.flag(node, f"replaces {target.attr} (an IPython or interpreter hook)")
@@ -116,19 +121,20 @@ class _Auditor(ast.NodeVisitor):
             self.flag(node, f"redefines the course's {node.name}")
         if node.name in COMPARATORS:
             self.flag(node, f"defines {node.name} (an object that compares equal to anything?)")
-        if not _is_jit(node) and not any(_is_launch(n) for n in ast.walk(node)):
-            self._torch_fallback(node)
+        if not _is_jit(node):
+            self._torch_fallback(node, launches=any(_is_launch(n) for n in ast.walk(node)))
         self.generic_visit(node)
 
-    def _torch_fallback(self, function):
+    def _torch_fallback(self, function, launches=False):
         params = {a.arg for a in function.args.args}
         for node in ast.walk(function):
             if isinstance(node, ast.Return) and isinstance(node.value, ast.BinOp) \
                     and isinstance(node.value.left, ast.Name) and isinstance(node.value.right, ast.Name) \
                     and {node.value.left.id, node.value.right.id} <= params:
-                self.flag(node, f"{function.name} returns a torch expression of its inputs and launches "
-                                "no kernel (torch fallback?)")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                self.flag(node, f"{function.name} returns a torch expression of its inputs"
+                                + (", not what its kernel wrote" if launches else " and launches no kernel")
+                                + " (torch fallback?)")
+            elif not launches and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr in TORCH_COMPUTE and _root(node.func) in {"torch", "F"} | params:
                 self.flag(node, f"{function.name} computes with {_dotted(node.func) or node.func.attr} "
                                 "and launches no kernel (torch fallback?)")
@@ -136,7 +142,7 @@ class _Auditor(ast.NodeVisitor):
     def visit_Call(self, node):
         name = node.func.id if isinstance(node.func, ast.Name) else None
         if name in CALLS:
-            if name == "setattr" and node.args and _root(node.args[0]) in GUARDED_MODULES:
+            if name == "setattr" and node.args and _root(node.args[0]) in self.guarded:
                 self.flag(node, f"setattr on {_dotted(node.args[0])} (monkeypatching)")
             elif CALLS[name]:
                 self.flag(node, CALLS[name])
@@ -176,9 +182,14 @@ def _python(source):
     return "\n".join(lines), escapes
 
 
+def _meta(cell):
+    """A cell's nbgrader metadata; {} when it is missing or damaged ("nbgrader": null)."""
+    meta = cell.get("metadata", {}).get("nbgrader")
+    return meta if isinstance(meta, dict) else {}
+
+
 def _cells_by_id(nb):
-    return {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in nb.cells
-            if cell.metadata.get("nbgrader", {}).get("grade_id")}
+    return {_meta(cell).get("grade_id"): cell for cell in nb.cells if _meta(cell).get("grade_id")}
 
 
 def _normalise(source):
@@ -188,8 +199,7 @@ def _normalise(source):
 def tampering(submitted, release):
     """Read-only and test cells the student changed, deleted or retyped (nbgrader restores them)."""
     flags, theirs = [], _cells_by_id(submitted)
-    ids = [cell.metadata["nbgrader"]["grade_id"] for cell in submitted.cells
-           if cell.metadata.get("nbgrader", {}).get("grade_id")]
+    ids = [_meta(cell)["grade_id"] for cell in submitted.cells if _meta(cell).get("grade_id")]
     flags += [f"cell {i!r} appears {ids.count(i)} times" for i in sorted(set(ids)) if ids.count(i) > 1]
     for grade_id, cell in _cells_by_id(release).items():
         meta = cell.metadata["nbgrader"]
@@ -209,12 +219,16 @@ def audit(submitted, release):
     """Lines of the student's own code that a person should look at."""
     locked = {grade_id for grade_id, cell in _cells_by_id(release).items()
               if not cell.metadata["nbgrader"].get("solution")}
+    released = {cell.get("id"): _normalise(cell.source) for cell in release.cells if cell.get("id")}
     flags = []
     for index, cell in enumerate(submitted.cells, 1):
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        grade_id = _meta(cell).get("grade_id")
         if cell.cell_type != "code" or grade_id in locked:
             continue
-        where = f"cell {grade_id!r}" if grade_id else f"cell {index} (added by the student)"
+        if not grade_id and released.get(cell.get("id")) == _normalise(cell.source):
+            continue  # the course's own code, as released (a demo cell, an eager reference)
+        where = f"cell {grade_id!r}" if grade_id else \
+            f"cell {index}" + (" (edited by the student)" if cell.get("id") in released else " (added by the student)")
         code, found = _python(cell.source)
         try:
             auditor = _Auditor()

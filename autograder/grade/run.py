@@ -5,7 +5,9 @@ the assignment), so parallel runs never share an sqlite file and nothing a run d
 real course. nbgrader's autograde runs there as the grader, with its Execute step swapped for
 `SandboxedExecute`; a deadline on the whole process tree, enforced with SIGKILL, backs it up.
 """
+import copy
 import json
+import re
 import os
 import shutil
 import signal
@@ -62,6 +64,14 @@ class SandboxRunner:
 
     def __call__(self, submission, gpu=None, gpu_lock=None):
         started = time.monotonic()
+        try:
+            return self._grade(submission, gpu, gpu_lock, started)
+        except Exception as error:  # one submission must never stop the batch: it gets a row and a reason
+            return not_graded(submission.student, self.assignment, self.template,
+                              f"the grader failed on this notebook ({type(error).__name__}: {error}); "
+                              "a person must look at it", time.monotonic() - started, list(submission.notes))
+
+    def _grade(self, submission, gpu, gpu_lock, started):
         if submission.notebook is None:
             return not_graded(submission.student, self.assignment, self.template, "; ".join(submission.notes))
         try:
@@ -77,7 +87,7 @@ class SandboxRunner:
             shutil.copytree(self.template.root, scratch.root)
             target = scratch.root / "submitted" / submission.student / self.assignment
             shutil.copytree(submission.folder, target, ignore=shutil.ignore_patterns("*.ipynb"))
-            shutil.copy(submission.notebook, target / f"{self.assignment}.ipynb")
+            nbformat.write(restore_missing(student_nb, self.release), target / f"{self.assignment}.ipynb")
             status_file = Path(scratch_dir) / "status.json"
             log = self._autograde(scratch, submission.student, status_file, gpu, gpu_lock)
             status = _json(status_file)
@@ -117,10 +127,39 @@ class SandboxRunner:
         return log
 
 
+def _grade_id(cell):
+    meta = cell.get("metadata", {}).get("nbgrader")
+    return meta.get("grade_id") if isinstance(meta, dict) else None
+
+
+def restore_missing(submitted, release):
+    """Put back every nbgrader cell of the release (setup, answers, tests) that the student deleted,
+    after the nearest earlier release cell the notebook still has. nbgrader itself only puts back
+    grade cells, and fails (KeyError) when the cell before a deleted one is gone too."""
+    nb = copy.deepcopy(submitted)
+    present = {_grade_id(cell) for cell in nb.cells} - {None}
+    for index, cell in enumerate(release.cells):
+        grade_id = _grade_id(cell)
+        if grade_id is None or grade_id in present:
+            continue
+        position = 0
+        for earlier in reversed(release.cells[:index]):
+            where = [i for i, mine in enumerate(nb.cells) if mine.get("id") == earlier.get("id")
+                     or (_grade_id(earlier) and _grade_id(mine) == _grade_id(earlier))]
+            if where:
+                position = where[0] + 1
+                break
+        nb.cells.insert(position, copy.deepcopy(cell))
+        present.add(grade_id)
+    return nb
+
+
 def _json(path):
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def _last_error(log):
-    lines = [line.strip() for line in log.splitlines() if "ERROR" in line or "Error" in line]
+    lines = [line.strip() for line in log.splitlines()
+             if re.match(r"\s*[A-Za-z_.]*(Error|Exception)\b", line)] or \
+        [line.strip() for line in log.splitlines() if "ERROR" in line or "Error" in line]
     return (lines or [line for line in log.strip().splitlines()[-1:]] or ["no output"])[-1][:500]

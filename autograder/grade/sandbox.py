@@ -60,7 +60,11 @@ def _readable_roots():
     our package, but never a folder that holds the course (it would show source/ and the gradebook)."""
     package = Path(autograder.__file__).resolve().parent
     roots = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent}
-    roots |= {Path(entry).resolve() for entry in sys.path if entry and Path(entry).is_dir()}
+    # `python -m nbgrader` runs in the (scratch) course and puts that folder first on sys.path:
+    # an import path that is, or holds, a course is not the sandbox's to read.
+    here = Path.cwd().resolve()
+    roots |= {path for path in (Path(entry).resolve() for entry in sys.path if entry and Path(entry).is_dir())
+              if path != here and not (path / "nbgrader_config.py").exists() and not (path / "gradebook.db").exists()}
     return sorted({str(r) for r in roots if r not in package.parents} | {str(package)})
 
 
@@ -165,7 +169,18 @@ def _build_root(root, workdir, readable):
             _bind(f"/dev/{name}", root / "dev" / name, writable=True)
     (root / "dev" / "shm").mkdir()
     _mount("-t", "tmpfs", "-o", "mode=1777,size=1g", "sandbox-shm", str(root / "dev" / "shm"))
-    _bind(workdir, root / WORK.lstrip("/"), writable=True)
+    # The work folder is a size-capped tmpfs holding a copy of the submission (like /tmp): a notebook
+    # cannot fill the host's disk. The GPU lock stays the host's file, so that it is shared.
+    work = root / WORK.lstrip("/")
+    work.mkdir()
+    _mount("-t", "tmpfs", "-o", "mode=755,size=1g", "sandbox-work", str(work))
+    for entry in workdir.iterdir():
+        if entry.name == ".gpu.lock":
+            _bind(entry, work / entry.name, writable=True)
+        elif entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, work / entry.name, symlinks=True)
+        else:
+            shutil.copy2(entry, work / entry.name, follow_symlinks=False)
     os.chroot(root)
     os.chdir(WORK)
     (Path("/proc")).mkdir(exist_ok=True)
@@ -173,8 +188,9 @@ def _build_root(root, workdir, readable):
 
 
 def _usage(memory):
-    """Processes in this PID namespace and (when `memory`) their resident memory in MB."""
-    count, rss_kb = 0, 0
+    """Processes in this PID namespace and (when `memory`) the memory they use in MB, counted as PSS:
+    pages that forked processes share count once, not once per process (RSS would)."""
+    count, pss_kb = 0, 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or entry == "1":
             continue
@@ -182,11 +198,25 @@ def _usage(memory):
         if not memory:
             continue
         try:
-            with open(f"/proc/{entry}/statm") as statm:
-                rss_kb += int(statm.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
-        except (OSError, IndexError, ValueError):
+            with open(f"/proc/{entry}/smaps_rollup") as rollup:
+                pss_kb += next(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
+        except (OSError, IndexError, ValueError, StopIteration):
             pass
-    return count, rss_kb // 1024
+    return count, pss_kb // 1024
+
+
+def _forks_refused():
+    """Whether this sandbox's pids cgroup (see cgroups()) has refused a fork: its limit was reached."""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "pids" in controllers.split(",") or not controllers:
+                events = Path("/sys/fs/cgroup", "pids" if controllers else "", path.lstrip("/"), "pids.events")
+                if events.is_file():
+                    return int(events.read_text().split()[1]) > 0  # "max <refused forks>"
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def _limit_payload(args):
@@ -218,10 +248,11 @@ def init(args, command):
             break
         polls += 1
         count, rss_mb = _usage(memory=polls % 10 == 0)
-        if count > args.processes or rss_mb > args.memory_mb:
+        too_many = count > args.processes or _forks_refused()
+        if too_many or rss_mb > args.memory_mb:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(-1, signal.SIGKILL)
-            return PROCESS_LIMIT if count > args.processes else MEMORY_LIMIT
+            return PROCESS_LIMIT if too_many else MEMORY_LIMIT
         time.sleep(0.01)
     with contextlib.suppress(ProcessLookupError):
         os.kill(-1, signal.SIGKILL)  # leftovers (a background process the notebook started)
