@@ -164,10 +164,11 @@ def _check_guards(out, name):
     return changed[GUARD:GUARD + numel]
 
 
-def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None):
+def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None, hint=None):
     """Compare a kernel's output with torch's, explaining the first difference found.
 
     `inputs` are (tensor, copy-taken-before-the-call) pairs: an answer must not change its inputs.
+    `hint` replaces the general guess at the end of a wrong-values message with the test's own.
     """
     __tracebackhide__ = True
     if not isinstance(out, torch.Tensor):
@@ -201,43 +202,100 @@ def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None):
     if bool(_isnan(got[i])):
         _fail(f"{name}: {detail}. NaN often comes from loading a masked lane without `other=`, "
               "or from reading past the end of an input.")
+    if hint:
+        _fail(f"{name}: {detail}. {hint}")
     if any(not tensor.is_contiguous() for tensor, _ in inputs):
         _fail(f"{name}: {detail}. An input is not contiguous: did you call .contiguous() before "
               "launching a kernel that assumes element i sits at ptr + i?")
     _fail(f"{name}: {detail}. Check the offsets each program computes and the arithmetic.")
 
 
+# What an answer's wrapper may not do with torch: arithmetic belongs in its kernel. (Allocating,
+# reshaping, .contiguous() and moving between devices are fine.) Matched on the function's name,
+# without underscores, so that x + y (__add__), x.add_(y) and torch.add(x, y) are all caught.
+_TORCH_ARITHMETIC = {
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "truediv", "floordiv", "floor_divide",
+    "remainder", "fmod", "pow", "neg", "negative", "abs", "exp", "exp2", "expm1", "log", "log2", "log1p",
+    "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu",
+    "erf", "softmax", "log_softmax", "sum", "nansum", "mean", "prod", "max", "min", "amax", "amin",
+    "maximum", "minimum", "clamp", "clip", "where", "matmul", "mm", "bmm", "addmm", "dot", "einsum",
+    "linear", "cumsum", "lerp", "addcmul", "addcdiv", "numpy", "tolist",
+}
+
+
+class Launches(list):
+    """The names of the Triton kernels launched inside count_launches(), plus what an honest answer
+    leaves as evidence: the storage of every tensor handed to a kernel, and the torch arithmetic
+    done outside kernels."""
+
+    def __init__(self):
+        super().__init__()
+        self.storages = set()
+        self.torch_arithmetic = []
+        self.in_kernel = 0  # Triton's interpreter uses torch itself while it runs a kernel
+
+
+def _storage(tensor):
+    return tensor.untyped_storage().data_ptr()
+
+
 @contextlib.contextmanager
 def count_launches():
     """Count Triton kernel launches inside the block: `with count_launches() as launches: ...`."""
+    from torch.overrides import TorchFunctionMode
     from triton.runtime.jit import JITFunction
     classes = [JITFunction]
     with contextlib.suppress(ImportError):
         from triton.runtime.interpreter import InterpretedFunction
         classes.append(InterpretedFunction)
-    launches = []
+    launches = Launches()
     originals = {cls: cls.run for cls in classes}
 
     def counting(original):
         def run(self, *args, **kwargs):
             launches.append(getattr(self, "__name__", "kernel"))
-            return original(self, *args, **kwargs)
+            launches.storages.update(_storage(a) for a in (*args, *kwargs.values())
+                                     if isinstance(a, torch.Tensor))
+            launches.in_kernel += 1
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                launches.in_kernel -= 1
         return run
+
+    class WatchArithmetic(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "").strip("_")
+            if not launches.in_kernel and (name in _TORCH_ARITHMETIC or (
+                    name[:1] in ("r", "i") and name[1:] in _TORCH_ARITHMETIC)):
+                launches.torch_arithmetic.append(name)
+            return func(*args, **(kwargs or {}))
 
     for cls in classes:
         cls.run = counting(originals[cls])
     try:
-        yield launches
+        with WatchArithmetic():
+            yield launches
     finally:
         for cls, original in originals.items():
             cls.run = original
 
 
-def expect_launched(launches, what):
+def expect_launched(launches, what, out=None):
+    """The answer launched a Triton kernel, computed nothing with torch, and (given `out`, what it
+    returned) handed that output to a kernel: a torch result behind a token launch earns nothing."""
     __tracebackhide__ = True
     if not launches:
         _fail(f"{what} launched no Triton kernel. Compute the answer in your kernel "
               "(kernel[grid](...)): a torch expression earns no points here.")
+    arithmetic = sorted(set(getattr(launches, "torch_arithmetic", ())))
+    if arithmetic:
+        _fail(f"{what} computed with torch ({', '.join(arithmetic)}) besides launching a kernel: do "
+              "the arithmetic inside your Triton kernel; the Python function only allocates the "
+              "output and launches it.")
+    if isinstance(out, torch.Tensor) and _storage(out) not in getattr(launches, "storages", {_storage(out)}):
+        _fail(f"{what} returned a tensor that none of its kernels was given: pass the output tensor "
+              "to your kernel and tl.store the results into it.")
 
 
 def call_answer(fn, *args, name=None, **kwargs):

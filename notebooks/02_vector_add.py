@@ -445,7 +445,7 @@ x, y = rand(n), rand(n)
 x_before, y_before = x.clone(), y.clone()
 with guarded_allocations(), count_launches() as launches:
     out = call_answer(add, x, y)
-expect_launched(launches, "add")
+expect_launched(launches, "add", out)
 check_output(out, x + y, name="add(x, y)", inputs=[(x, x_before), (y, y_before)])
 print(f"add(x, y) is right for {n} elements, with {len(launches)} kernel launch(es).")
 
@@ -457,7 +457,7 @@ def _check_add(x, y, what):
     x_before, y_before = x.clone(), y.clone()
     with guarded_allocations(), count_launches() as launches:
         out = call_answer(add, x, y)
-    expect_launched(launches, f"add on {what}")
+    expect_launched(launches, f"add on {what}", out)
     check_output(out, x + y, name=f"add(x, y) on {what}", inputs=[(x, x_before), (y, y_before)])
 
 
@@ -582,7 +582,7 @@ n = sized(2**24, 2**12)
 x, y = rand(n), rand(n)
 with count_launches() as launches:
     out = call_answer(add, x, y)
-expect_launched(launches, "add")
+expect_launched(launches, "add", out)
 check_output(out, x + y, name="add(x, y)")
 achieved = gbps(3 * n * x.element_size(), bench_ms(lambda: add(x, y)))
 check_bandwidth(achieved, 0.7, "add")

@@ -382,14 +382,12 @@ def _run_row_sum_kernel(x, block, what):
     out = guarded_empty(n_rows, dtype=x.dtype)
     call_answer(lambda: row_sum_kernel[(n_rows,)](x, out, n_cols, x.stride(0), x.stride(1),
                                                   BLOCK_SIZE=block), name="row_sum_kernel")
-    try:
-        check_output(out, x.float().sum(dim=1).to(x.dtype), name=f"row_sum_kernel on {what}",
-                     inputs=[(x_all, x_all_before)], atol=1e-4 if x.dtype == torch.float32 else None)
-    except CheckFailed as error:
-        raise CheckFailed(f"{error}\nHint: each row has {n_cols} numbers in a block of {block} lanes. "
-                          f"Are lanes {n_cols} and up masked (cols < n_cols) and loaded as 0.0 "
-                          "(other=0.0)? Is x[row, col] read at x_ptr + row * stride_row + col * "
-                          "stride_col?") from None
+    check_output(out, x.float().sum(dim=1).to(x.dtype), name=f"row_sum_kernel on {what}",
+                 inputs=[(x_all, x_all_before)], atol=1e-4 if x.dtype == torch.float32 else None,
+                 hint=f"Each row has {n_cols} numbers in a block of {block} lanes. "
+                      f"Are lanes {n_cols} and up masked (cols < n_cols) and loaded as 0.0 "
+                      "(other=0.0)? Is x[row, col] read at x_ptr + row * stride_row + col * "
+                      "stride_col?")
 
 
 _run_row_sum_kernel(rand(37, 100), 128, "a contiguous (37, 100) matrix")
@@ -430,14 +428,12 @@ def _check_row_sum_kernel(n_rows, n_cols, block, layout="contiguous", dtype=torc
                                                   BLOCK_SIZE=block), name="row_sum_kernel")
     what = (f"row_sum_kernel on a {layout} ({n_rows}, {n_cols}) matrix of {dtype} with strides "
             f"{x.stride()}, BLOCK_SIZE={block}")
-    try:
-        check_output(out, x.float().sum(dim=1).to(dtype), name=what, inputs=[(x_all, x_all_before)],
-                     atol=1e-4 if dtype == torch.float32 else None)
-    except CheckFailed as error:
-        raise CheckFailed(f"{error}\nHint: mask the lanes past the row's end (cols < n_cols), load "
-                          "them as 0.0 (other=0.0), read x[row, col] at x_ptr + row * stride_row + "
-                          "col * stride_col (both strides!), and add in fp32 "
-                          "(x.to(tl.float32)).") from None
+    check_output(out, x.float().sum(dim=1).to(dtype), name=what, inputs=[(x_all, x_all_before)],
+                 atol=1e-4 if dtype == torch.float32 else None,
+                 hint="Mask the lanes past the row's end (cols < n_cols), load "
+                      "them as 0.0 (other=0.0), read x[row, col] at x_ptr + row * stride_row + "
+                      "col * stride_col (both strides!), and add in fp32 "
+                      "(x.to(tl.float32)).")
 
 
 for n_cols in [1, 2, 3, 5, 17, 97, 100, 127, 128, 129, 1000, 1021]:
@@ -495,13 +491,11 @@ def _run_row_sum(x, what):
     x_all_before = x_all.clone()
     with guarded_allocations(), count_launches() as launches:
         out = call_answer(row_sum, x)
-    expect_launched(launches, "row_sum")
-    try:
-        check_output(out, x.sum(dim=1), name=f"row_sum on {what}", inputs=[(x_all, x_all_before)], atol=1e-4)
-    except CheckFailed as error:
-        raise CheckFailed(f"{error}\nHint: does row_sum launch one program per row (grid = "
-                          "(n_rows,)) with BLOCK_SIZE = triton.next_power_of_2(n_cols), and pass "
-                          "x.stride(0) and x.stride(1)? Does row_sum_kernel pass its own test?") from None
+    expect_launched(launches, "row_sum", out)
+    check_output(out, x.sum(dim=1), name=f"row_sum on {what}", inputs=[(x_all, x_all_before)], atol=1e-4,
+                 hint="Does row_sum launch one program per row (grid = "
+                      "(n_rows,)) with BLOCK_SIZE = triton.next_power_of_2(n_cols), and pass "
+                      "x.stride(0) and x.stride(1)? Does row_sum_kernel pass its own test?")
     return len(launches)
 
 
@@ -522,17 +516,15 @@ def _check_row_sum(x, what):
     x_all_before = x_all.clone()
     with guarded_allocations(), count_launches() as launches:
         out = call_answer(row_sum, x)
-    expect_launched(launches, f"row_sum on {what}")
+    expect_launched(launches, f"row_sum on {what}", out)
     if isinstance(out, torch.Tensor) and out.shape != (x.shape[0],):
         raise CheckFailed(f"row_sum on {what} returned shape {tuple(out.shape)}, expected "
                           f"({x.shape[0]},): one sum per row.")
-    try:
-        check_output(out, x.float().sum(dim=1).to(x.dtype), name=f"row_sum on {what}",
-                     inputs=[(x_all, x_all_before)], atol=1e-4 if x.dtype == torch.float32 else None)
-    except CheckFailed as error:
-        raise CheckFailed(f"{error}\nHint: one program per row (grid = (n_rows,)), BLOCK_SIZE = "
-                          "triton.next_power_of_2(n_cols) (a fixed block misses the columns past "
-                          "it), x.stride(0) and x.stride(1) passed to the kernel.") from None
+    check_output(out, x.float().sum(dim=1).to(x.dtype), name=f"row_sum on {what}",
+                 inputs=[(x_all, x_all_before)], atol=1e-4 if x.dtype == torch.float32 else None,
+                 hint="One program per row (grid = (n_rows,)), BLOCK_SIZE = "
+                      "triton.next_power_of_2(n_cols) (a fixed block misses the columns past "
+                      "it), x.stride(0) and x.stride(1) passed to the kernel.")
 
 
 for n_rows, n_cols in [(1, 1), (1, 97), (97, 1), (3, 5), (8, 128), (8, 129), (5, 1021), (3, 2000)]:
@@ -590,7 +582,7 @@ def _run_row_max(x, what):
     x_all_before = x_all.clone()
     with guarded_allocations(), count_launches() as launches:
         out = call_answer(row_max, x)
-    expect_launched(launches, "row_max")
+    expect_launched(launches, "row_max", out)
     expected = x.amax(dim=1)
     try:
         check_output(out, expected, name=f"row_max on {what}", inputs=[(x_all, x_all_before)])
@@ -625,7 +617,7 @@ def _check_row_max(x, what, block=None):
     if block is None:  # through the student's wrapper
         with guarded_allocations(), count_launches() as launches:
             out = call_answer(row_max, x)
-        expect_launched(launches, f"row_max on {what}")
+        expect_launched(launches, f"row_max on {what}", out)
         name = f"row_max on {what}"
     else:  # the kernel alone, with a block size of our choosing
         out = guarded_empty(x.shape[0], dtype=x.dtype)
@@ -813,12 +805,10 @@ def _run_copy_2d_kernel(x, block_m, block_n, what):
     call_answer(lambda: copy_2d_kernel[grid](x, out, M, N, x.stride(0), x.stride(1), out.stride(0),
                                              out.stride(1), BLOCK_M=block_m, BLOCK_N=block_n),
                 name="copy_2d_kernel")
-    try:
-        check_output(out, x, name=f"copy_2d_kernel on {what}", inputs=[(x_all, x_all_before)])
-    except CheckFailed as error:
-        raise CheckFailed(f"{error}\nHint: offsets are offs_m[:, None] * stride + offs_n[None, :] * "
-                          "stride (x's strides for the load, out's for the store), and the mask "
-                          "needs both tests: (offs_m[:, None] < M) & (offs_n[None, :] < N).") from None
+    check_output(out, x, name=f"copy_2d_kernel on {what}", inputs=[(x_all, x_all_before)],
+                 hint="Offsets are offs_m[:, None] * stride + offs_n[None, :] * "
+                      "stride (x's strides for the load, out's for the store), and the mask "
+                      "needs both tests: (offs_m[:, None] < M) & (offs_n[None, :] < N).")
 
 
 _run_copy_2d_kernel(rand(33, 65), 16, 32, "a contiguous (33, 65) matrix, 16 x 32 tiles")
@@ -859,12 +849,10 @@ def _check_copy_2d_kernel(M, N, block_m, block_n, layout="contiguous", dtype=tor
                 name="copy_2d_kernel")
     what = (f"copy_2d_kernel on a {layout} ({M}, {N}) matrix of {dtype} with strides {x.stride()}, "
             f"tiles of {block_m} x {block_n}")
-    try:
-        check_output(out, x, name=what, inputs=[(x_all, x_all_before)])
-    except CheckFailed as error:
-        raise CheckFailed(f"{error}\nHint: mask = (offs_m[:, None] < M) & (offs_n[None, :] < N) on "
-                          "the load and the store; x's strides for the load, out's for the "
-                          "store.") from None
+    check_output(out, x, name=what, inputs=[(x_all, x_all_before)],
+                 hint="Mask = (offs_m[:, None] < M) & (offs_n[None, :] < N) on "
+                      "the load and the store; x's strides for the load, out's for the "
+                      "store.")
 
 
 # Small matrices of every layout first: a kernel that forgets a mask or mixes up the strides fails
@@ -920,13 +908,11 @@ def _run_copy_2d(x, what):
     x_all_before = x_all.clone()
     with guarded_allocations(), count_launches() as launches:
         out = call_answer(copy_2d, x)
-    expect_launched(launches, "copy_2d")
-    try:
-        check_output(out, x.contiguous(), name=f"copy_2d on {what}", inputs=[(x_all, x_all_before)])
-    except CheckFailed as error:
-        raise CheckFailed(f"{error}\nHint: does copy_2d_kernel pass its own test? Does copy_2d launch "
-                          "a grid of (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N)) programs and "
-                          "pass x.stride(0), x.stride(1), out.stride(0), out.stride(1)?") from None
+    expect_launched(launches, "copy_2d", out)
+    check_output(out, x.contiguous(), name=f"copy_2d on {what}", inputs=[(x_all, x_all_before)],
+                 hint="Does copy_2d_kernel pass its own test? Does copy_2d launch "
+                      "a grid of (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N)) programs and "
+                      "pass x.stride(0), x.stride(1), out.stride(0), out.stride(1)?")
     if not out.is_contiguous():
         raise CheckFailed(f"copy_2d on {what} returned a tensor with strides {out.stride()}, which is "
                           "not contiguous: torch.empty_like(x) copies x's layout; allocate with "
@@ -951,13 +937,11 @@ def _check_copy_2d(x, what):
     x_all_before = x_all.clone()
     with guarded_allocations(), count_launches() as launches:
         out = call_answer(copy_2d, x)
-    expect_launched(launches, f"copy_2d on {what}")
-    try:
-        check_output(out, x.contiguous(), name=f"copy_2d on {what}", inputs=[(x_all, x_all_before)])
-    except CheckFailed as error:
-        raise CheckFailed(f"{error}\nHint: grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N)), "
-                          "x's strides for the load, out's for the store, and a mask with both "
-                          "tests.") from None
+    expect_launched(launches, f"copy_2d on {what}", out)
+    check_output(out, x.contiguous(), name=f"copy_2d on {what}", inputs=[(x_all, x_all_before)],
+                 hint="Grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N)), "
+                      "x's strides for the load, out's for the store, and a mask with both "
+                      "tests.")
     if not out.is_contiguous():
         raise CheckFailed(f"copy_2d on {what} returned strides {out.stride()}, not a contiguous "
                           "tensor: allocate with torch.empty((M, N), dtype=x.dtype, device=x.device).")
@@ -1070,7 +1054,7 @@ side = sized(8192, 128)
 x = rand(side, side).t()
 with count_launches() as launches:
     out = call_answer(copy_2d, x)
-expect_launched(launches, "copy_2d")
+expect_launched(launches, "copy_2d", out)
 check_output(out, x.contiguous(), name="copy_2d on a transposed matrix")
 del out
 achieved = gbps(2 * x.numel() * x.element_size(), bench_ms(lambda: copy_2d(x)))

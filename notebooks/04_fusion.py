@@ -408,7 +408,7 @@ for n, dtype in [(98432, torch.float32), (4099, torch.float16)]:
                 raise CheckFailed(f"{failure}. On {dtype} input: tl.sigmoid and tl.exp "
                                   "accept only fp32 (and fp64): load with .to(tl.float32).") from None
             raise
-    expect_launched(launches, "ten_ops")
+    expect_launched(launches, "ten_ops", out)
     if len(launches) != 1:
         raise CheckFailed(f"ten_ops launched {len(launches)} kernels ({', '.join(launches)}): a fused "
                           "function launches exactly one, which does all ten steps.")
@@ -430,7 +430,7 @@ def _check_ten_ops(x, what):
                 raise CheckFailed(f"{failure}. Likely: tl.sigmoid and tl.exp accept only "
                                   "fp32 (and fp64): load with .to(tl.float32).") from None
             raise
-    expect_launched(launches, f"ten_ops on {what}")
+    expect_launched(launches, f"ten_ops on {what}", out)
     if len(launches) != 1:
         raise CheckFailed(f"ten_ops on {what} launched {len(launches)} kernels: a fused function "
                           "launches exactly one.")
@@ -550,7 +550,7 @@ n = sized(2**26, 2**12)
 x = rand(n)
 with count_launches() as launches:
     out = call_answer(ten_ops, x)
-expect_launched(launches, "ten_ops")
+expect_launched(launches, "ten_ops", out)
 check_output(out, ten_ops_torch(x), name="ten_ops")
 del out
 fused_ms, eager_ms = bench_ms(lambda: ten_ops(x)), bench_ms(lambda: ten_ops_torch(x))
@@ -921,7 +921,7 @@ for shape, scale in [((300, 129), 1.0), ((64, 256), 100.0)]:
     x_before = x.clone()
     with guarded_allocations(), count_launches() as launches, np.errstate(invalid="ignore"):
         out = call_answer(softmax, x)
-    expect_launched(launches, "softmax")
+    expect_launched(launches, "softmax", out)
     if len(launches) != 1:
         raise CheckFailed(f"softmax launched {len(launches)} kernels: the fused softmax is one launch.")
     try:
@@ -945,7 +945,7 @@ def _check_softmax(x, what, scaled=False):
     x_before = x.clone()
     with guarded_allocations(), count_launches() as launches, np.errstate(invalid="ignore"):
         out = call_answer(softmax, x, name=f"softmax on {what}")
-    expect_launched(launches, f"softmax on {what}")
+    expect_launched(launches, f"softmax on {what}", out)
     if len(launches) != 1:
         raise CheckFailed(f"softmax on {what} launched {len(launches)} kernels: one launch, please.")
     try:
@@ -1054,7 +1054,7 @@ n_rows, n_cols = sized((4096, 4096), (64, 256))
 x = rand(n_rows, n_cols)
 with count_launches() as launches:
     out = call_answer(softmax, x)
-expect_launched(launches, "softmax")
+expect_launched(launches, "softmax", out)
 check_output(out, torch.softmax(x, dim=-1), name="softmax")
 del out
 ours, theirs = bench_ms(lambda: softmax(x)), bench_ms(lambda: torch.softmax(x, dim=-1))

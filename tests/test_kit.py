@@ -101,12 +101,45 @@ def test_answer_own_buffer_is_guarded():
 def test_launches_are_counted_and_a_torch_fallback_is_caught():
     x, y = rand(100), rand(100)
     with count_launches() as launches:
-        launch(masked_add, x, y, torch.empty_like(x), 1)
+        out = launch(masked_add, x, y, torch.empty_like(x.contiguous()).view(-1), 1)
     assert launches == ["masked_add"]
+    expect_launched(launches, "add", out)  # an honest answer: allocating and reshaping are fine
     with count_launches() as launches:
         _ = x + y
     with pytest.raises(CheckFailed, match="launched no Triton kernel"):
         expect_launched(launches, "add")
+
+
+def _token_launch_then_torch(x, y):
+    launch(masked_add, x, y, torch.empty_like(x), 1)
+    return torch.add(x, y)
+
+
+def _token_launch_then_numpy(x, y):
+    launch(masked_add, x, y, torch.empty_like(x), 1)
+    return torch.from_numpy(x.numpy() * 1.0 + y.numpy())
+
+
+@pytest.mark.parametrize("answer, message", [
+    (_token_launch_then_torch, r"computed with torch \(add\)"),
+    (lambda x, y: launch(masked_add, x, y, torch.empty_like(x), 1).add_(0), r"computed with torch \(add\)"),
+    (_token_launch_then_numpy, r"computed with torch \(numpy\)"),
+])
+def test_a_torch_result_behind_a_token_launch_is_caught(answer, message):
+    x, y = rand(100), rand(100)
+    with count_launches() as launches:
+        out = answer(x, y)
+    with pytest.raises(CheckFailed, match=message):
+        expect_launched(launches, "add", out)
+
+
+def test_an_output_no_kernel_was_given_is_caught():
+    x, y = rand(100), rand(100)
+    with count_launches() as launches:
+        launch(masked_add, x, y, torch.empty_like(x), 1)
+        out = y.clone()  # e.g. y + x computed before the block and copied here
+    with pytest.raises(CheckFailed, match="none of its kernels was given"):
+        expect_launched(launches, "add", out)
 
 
 def test_a_stub_kernel_is_reported_as_a_stub():

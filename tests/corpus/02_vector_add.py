@@ -210,8 +210,9 @@ def nothing_kernel(x_ptr):
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     nothing_kernel[(1,)](x)
     return x + y'''},
-        # The launch is counted, so the add tests pass: the audit's flag sends it to a person.
-        "fails": ["test_add_kernel_hidden"],
+        # The launch is counted, but x + y is torch arithmetic and the output was never handed
+        # to a kernel: expect_launched fails every test of add.
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "flags": ["torch fallback"],
     },
     "fork_bomb": {
@@ -569,7 +570,10 @@ if leaks:
 
 
 get_ipython().showtraceback = lambda *args, **kwargs: None''']]},
-        "fails": [],
+        # The kernel still replies "error" for each failing cell: the grader shows the error again.
+        "fails": ["test_copy_kernel", "test_copy_kernel_hidden", "test_add_kernel_hidden",
+                  "test_add", "test_add_hidden", "test_add_performance"],
+        "reason": "code in the notebook hid it",
         "flags": ["replaces showtraceback"],
     },
     "stderr_redirect": {
