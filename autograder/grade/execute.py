@@ -1,7 +1,8 @@
 """Run one notebook, cell by cell, inside the sandbox; report each finished cell on a private pipe.
 
 `python -m autograder.grade.execute NOTEBOOK --report-fd FD ...` executes NOTEBOOK with a fresh
-kernel and writes one JSON line per cell to FD: {"index", "outputs", "execution_count"}, then a
+kernel and writes one JSON line per cell to FD: {"index", "outputs", "execution_count", "status"}
+(the kernel's reply: "ok" or "error"), then a
 last line {"end": why}. The kernel does not inherit FD, and this process makes itself
 non-dumpable, so code in the notebook can neither read nor forge the report. A cell that kills
 the kernel, or runs past its time, ends the run with that cell named.
@@ -68,6 +69,12 @@ def execute(path, report, cell_timeout, output_limit):
         report.write(json.dumps(message) + "\n")
         report.flush()
 
+    # The kernel's own verdict on each cell, which code in the notebook cannot silence the way it
+    # can silence the error output (by replacing showtraceback or sys.excepthook).
+    replies = {}
+    client.on_cell_executed = lambda cell, cell_index, execute_reply: replies.__setitem__(
+        cell_index, execute_reply["content"].get("status"))
+
     with client.setup_kernel():
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
@@ -82,7 +89,8 @@ def execute(path, report, cell_timeout, output_limit):
                 send({"index": index, "outputs": cell.get("outputs", []), "execution_count": None})
                 send({"end": "cell timeout", "index": index, "detail": f"ran past {cell_timeout} s"})
                 return
-            send({"index": index, "outputs": cell.outputs, "execution_count": cell.execution_count})
+            send({"index": index, "outputs": cell.outputs, "execution_count": cell.execution_count,
+                  "status": replies.get(index)})
     send({"end": "finished"})
 
 

@@ -26,6 +26,10 @@ from traitlets import Bool, Integer, Unicode
 from autograder.grade import sandbox
 
 STOPPED = "GradingStopped"
+# nbgrader fails a test cell only when it shows an error output; the kernel's reply says "error"
+# even when the notebook has silenced the output, so the error is shown again.
+HIDDEN_ERROR = ("this cell raised an error, but code in the notebook hid it (a replaced showtraceback "
+                "or sys.excepthook?): the cell counts as failed")
 
 
 class SandboxedExecute(NbGraderPreprocessor):
@@ -54,6 +58,8 @@ class SandboxedExecute(NbGraderPreprocessor):
             cell = nb.cells[message["index"]]
             cell.outputs = [nbformat.from_dict(o) for o in message["outputs"]]
             cell.execution_count = message["execution_count"]
+            if message.get("status") == "error" and not any(o.output_type == "error" for o in cell.outputs):
+                cell.outputs.append(_error(HIDDEN_ERROR, ename="ErrorHidden"))
         status = self._explain(nb, reports, end, code)
         status["seconds"] = round(time.monotonic() - started, 1)
         if self.status_file:
@@ -155,5 +161,5 @@ def _cell_name(nb, index):
     return f"cell {grade_id!r}" if grade_id else f"cell {index + 1}"
 
 
-def _error(message):
-    return nbformat.v4.new_output("error", ename=STOPPED, evalue=message, traceback=[f"{STOPPED}: {message}"])
+def _error(message, ename=STOPPED):
+    return nbformat.v4.new_output("error", ename=ename, evalue=message, traceback=[f"{ename}: {message}"])
