@@ -11,9 +11,14 @@ tests/corpus/<lesson>.py): a Python literal mapping each student to
   delete        [cell id, ...] cells the student deleted (optional),
   file          (optional) "corrupt: <text>" for a file that is not a notebook, or a file name,
                 for a notebook the student renamed,
-  fails         the tests it must fail (all others must pass with full points),
-  status        (optional) the expected status, when not "ok" or "failed tests",
-  flags         (optional) text each expected integrity flag contains; none others may be raised.
+  fails         the tests it must fail (all others must pass with full points; cells graded by
+                hand, like written answers, are not tests: they wait for a person),
+  status        (optional) the expected status, when not the usual one: "failed tests" when it
+                fails tests, else "needs manual grading" if the lesson has cells graded by hand,
+                else "ok",
+  flags         (optional) text each expected integrity flag contains; none others may be raised,
+  ci            (optional) False: `autograder demo` grades it, the tests (tests/test_autograde.py,
+                in CI) leave it out to save time; keep a sample of each distinct failure in CI.
 Writing samples as edits of the committed notebooks keeps them in step with the lesson.
 """
 import ast
@@ -28,6 +33,11 @@ def load_samples(course, lesson, folder="samples"):
     if not path.is_file():
         raise CourseError(f"{path.relative_to(course.root)} does not exist: no sample class for {lesson}")
     return ast.literal_eval(path.read_text())
+
+
+def ci_samples(samples):
+    """The samples the tests grade: all but those marked "ci": False."""
+    return {student: sample for student, sample in samples.items() if sample.get("ci", True)}
 
 
 def make_submission(course, lesson, sample):

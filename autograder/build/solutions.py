@@ -37,16 +37,27 @@ class RemoveGradingMetadata:
 
 
 class KeepRecordedOutputs:
-    """Outputs recorded by running solutions on a GPU survive rebuilds while the code is unchanged."""
+    """Outputs recorded by running solutions on a GPU survive rebuilds while the code is unchanged:
+    the same code cells, in the same order, with the same sources. Text cells may change."""
 
     def __init__(self, previous):
         self.previous = previous
 
     def __call__(self, nb, lesson):
-        # Cells only: running a notebook also fills in its language_info.
-        if self.previous is not None and without_outputs(self.previous).cells == nb.cells:
-            return self.previous
+        if self.previous is None or _code(without_outputs(self.previous)) != _code(nb):
+            return nb
+        recorded = {cell.id: cell for cell in self.previous.cells if cell.cell_type == "code"}
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = recorded[cell.id].outputs
+                cell.execution_count = recorded[cell.id].execution_count
+        # Running a notebook also fills in its language_info (the Python version it ran on).
+        nb.metadata["language_info"] = self.previous.metadata.get("language_info", nb.metadata.get("language_info"))
         return nb
+
+
+def _code(nb):
+    return [(cell.id, cell.source, cell.metadata) for cell in nb.cells if cell.cell_type == "code"]
 
 
 def source_to_solution(source_nb, lesson, previous=None):
