@@ -345,8 +345,13 @@ def _gpu_to_ourselves():
 def bench_ms(fn):
     """Median time of fn() in milliseconds."""
     if ON_GPU:
+        fn()  # compile (the first call with new arguments) before taking the GPU's turn
+        # A grader shares the GPU among many notebooks, one timed section at a time: it keeps each
+        # measurement short. A median over 20 ms of runs is still hundreds of runs at these sizes.
+        shared = bool(os.environ.get("COURSE_GPU_LOCK"))
         with _gpu_to_ourselves():
-            return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+            return triton.testing.do_bench(fn, warmup=5 if shared else 25, rep=20 if shared else 100,
+                                           return_mode="median")
     fn()
     runs = []
     for _ in range(3):

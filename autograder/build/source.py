@@ -1,4 +1,6 @@
 """Masters to source notebooks: one small step per class, applied in order by `master_to_source`."""
+import re
+import tomllib
 from pathlib import Path
 
 import jupytext
@@ -8,6 +10,20 @@ from autograder.build.cells import (JUPYTEXT_FORMAT, NBGRADER_DEFAULTS, SETUP_TA
                                     is_setup)
 
 KIT = Path(__file__).resolve().parent.parent / "kit.py"
+PYPROJECT = KIT.parent.parent / "pyproject.toml"
+BADGE_ID = "colab-badge"
+BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
+GITHUB_REPOSITORY = re.compile(r"^github\.com/[\w.-]+/[\w.-]+$")
+
+
+def course_settings():
+    """pyproject.toml's [tool.course]: the GitHub repository and branch that notebooks open from."""
+    settings = tomllib.loads(PYPROJECT.read_text()).get("tool", {}).get("course", {})
+    if not GITHUB_REPOSITORY.match(settings.get("repository", "")) or not settings.get("branch"):
+        raise ValueError(f"{PYPROJECT} needs a [tool.course] table with repository = "
+                         f"\"github.com/<owner>/<repo>\" and branch = \"<branch>\" (Colab opens "
+                         f"notebooks from GitHub); it has {settings}")
+    return settings
 
 
 class KeepAuthoredMetadata:
@@ -68,6 +84,28 @@ class SetNotebookMetadata:
         return nb
 
 
+class AddColabBadge:
+    """An "Open in Colab" badge as the first cell, linking to the lesson's notebook in `stage`/ on
+    GitHub: release/, what students get. Its repository and branch are set in one place,
+    pyproject.toml's [tool.course]. A cell of its own, added after NameCells so that no other cell's
+    id moves; `sync` drops it, so it never reaches a master. Applied to a notebook that has a badge,
+    it replaces it (to point solutions at solutions/)."""
+
+    def __init__(self, stage="release", repository=None, branch=None):
+        self.stage, self.repository, self.branch = stage, repository, branch
+
+    def url(self, lesson):
+        settings = course_settings()
+        repository, branch = self.repository or settings["repository"], self.branch or settings["branch"]
+        return (f"https://colab.research.google.com/github/{repository.removeprefix('github.com/')}"
+                f"/blob/{branch}/{self.stage}/{lesson}/{lesson}.ipynb")
+
+    def __call__(self, nb, lesson):
+        badge = nbformat.v4.new_markdown_cell(f"[![Open In Colab]({BADGE_IMAGE})]({self.url(lesson)})", id=BADGE_ID)
+        nb.cells = [badge] + [cell for cell in nb.cells if cell.get("id") != BADGE_ID]
+        return nb
+
+
 class Stamp:
     """Record the fingerprint at build time: a later difference means someone edited the notebook."""
 
@@ -76,7 +114,8 @@ class Stamp:
         return nb
 
 
-STEPS = [KeepAuthoredMetadata(), CompleteNbgraderMetadata(), PlaceSetup(), NameCells(), SetNotebookMetadata(), Stamp()]
+STEPS = [KeepAuthoredMetadata(), CompleteNbgraderMetadata(), PlaceSetup(), NameCells(), AddColabBadge(),
+         SetNotebookMetadata(), Stamp()]
 
 
 def master_to_source(master_path, lesson):

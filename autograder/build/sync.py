@@ -5,12 +5,14 @@ import jupytext
 
 from autograder.build.cells import (JUPYTEXT_FILTERS, JUPYTEXT_FORMAT, NBGRADER_DEFAULTS,
                                     SETUP_PLACEHOLDER, is_setup, without_outputs)
+from autograder.build.source import BADGE_ID
 
 
 def source_to_master(source_nb):
     """The master text that builds this source notebook: the inverse of `master_to_source`."""
     nb = without_outputs(copy.deepcopy(source_nb))
     nb.metadata = {"jupytext": dict(JUPYTEXT_FILTERS)}
+    nb.cells = [cell for cell in nb.cells if cell.get("id") != BADGE_ID]  # the build adds it (pyproject.toml)
     for cell in nb.cells:
         if is_setup(cell):
             cell.source = SETUP_PLACEHOLDER
