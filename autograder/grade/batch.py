@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.course import CourseError
@@ -68,6 +69,8 @@ class Progress:
 
 def run_batch(course, assignment, submissions, reports, settings, workers, gpus):
     """Grade submissions in parallel; each result is saved as soon as it is known."""
+    if not settings.threads:
+        settings = replace(settings, threads=max(1, (os.cpu_count() or 1) // workers))
     with tempfile.TemporaryDirectory(prefix="autograder-template-") as folder:
         runner = SandboxRunner(course, assignment, make_template(course, assignment, folder), settings)
         # One slot per worker, spread over the GPUs; each GPU has one lock for timed sections.

@@ -37,6 +37,7 @@ class SandboxedExecute(NbGraderPreprocessor):
     cell_timeout = Integer(300, help="Seconds one cell may run").tag(config=True)
     memory_mb = Integer(8192, help="Host memory the notebook's processes may use together").tag(config=True)
     processes = Integer(256, help="Processes the notebook may run at once").tag(config=True)
+    threads = Integer(0, help="CPU threads for torch and NumPy in the notebook (0: their default)").tag(config=True)
     output_limit = Integer(1 << 20, help="Bytes of output kept per cell").tag(config=True)
     gpu = Unicode("", help="CUDA_VISIBLE_DEVICES for the notebook ('' when grading on the CPU)").tag(config=True)
     gpu_lock = Unicode("", help="A file whose lock makes timed sections exclusive on the GPU").tag(config=True)
@@ -87,6 +88,8 @@ class SandboxedExecute(NbGraderPreprocessor):
             env["CUDA_VISIBLE_DEVICES"] = self.gpu
         else:
             env["TRITON_INTERPRET"] = "1"
+        if self.threads:  # workers side by side must not each start a thread per core
+            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.threads)
         if self.gpu_lock:
             env["COURSE_GPU_LOCK"] = f"{sandbox.WORK}/.gpu.lock"
         limits = sandbox.Limits(memory_mb=self.memory_mb, processes=self.processes, gpu=bool(self.gpu))

@@ -4,6 +4,7 @@ Runs happen in parallel (or on other machines, for shards) and each leaves a res
 this step writes the sqlite gradebook, so nbgrader's export, formgrader and feedback see every
 grade, and a submission that needs a person's eye is flagged there too.
 """
+import os
 import warnings
 
 from nbgrader.api import Gradebook
@@ -19,7 +20,10 @@ def results_dir(reports, assignment):
 def save(grade, reports, assignment):
     folder = results_dir(reports, assignment)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{grade.student}.json").write_text(grade.to_json())
+    # Written aside, then renamed: a run killed mid-write never leaves half a result to merge.
+    partial = folder / f".{grade.student}.json.partial"
+    partial.write_text(grade.to_json())
+    os.replace(partial, folder / f"{grade.student}.json")
 
 
 def load(reports, assignment):

@@ -41,6 +41,7 @@ class Settings:
     memory_mb: int = 8192
     processes: int = 256
     sandbox: bool = True
+    threads: int = 0  # CPU threads per notebook (torch, NumPy); 0: the cores shared among the workers
 
 
 def make_template(course, assignment, into):
@@ -112,6 +113,7 @@ class SandboxRunner:
                    "--force", f"--SandboxedExecute.deadline={settings.deadline}",
                    f"--SandboxedExecute.memory_mb={settings.memory_mb}",
                    f"--SandboxedExecute.processes={settings.processes}",
+                   f"--SandboxedExecute.threads={settings.threads}",
                    f"--SandboxedExecute.status_file={status_file}",
                    f"--SandboxedExecute.require_sandbox={settings.sandbox}",
                    f"--SandboxedExecute.gpu={'' if gpu is None else gpu}",

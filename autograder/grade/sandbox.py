@@ -233,7 +233,7 @@ def init(args, command):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8",
            "MPLCONFIGDIR": "/tmp/matplotlib", "PYTHONDONTWRITEBYTECODE": "1"}
     env.update({k: v for k, v in os.environ.items()
-                if k in ("PYTHONPATH", "LD_LIBRARY_PATH") or k.startswith(("CUDA_", "TRITON_", "COURSE_", "NVIDIA_"))})
+                if k in ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS") or k.startswith(("CUDA_", "TRITON_", "COURSE_", "NVIDIA_"))})
     payload = os.fork()
     if payload == 0:
         _limit_payload(args)
