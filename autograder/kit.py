@@ -156,8 +156,10 @@ def _check_guards(out, name):
     above = int(changed[GUARD + numel:].sum())
     if above:
         last = int(_nonzero(changed[GUARD + numel:])[-1]) + 1
+        mask = "mask=offsets < n" if out.dim() < 2 else \
+            "in both dimensions: mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)"
         _fail(f"{name}: {above} element(s) were written past the end, up to index {numel - 1 + last} "
-              f"of a tensor with {numel} elements: did you mask the store (mask=offsets < n)?")
+              f"of a tensor with {numel} elements: did you mask the store ({mask})?")
     if below:
         _fail(f"{name}: {below} element(s) were written before index 0: are your offsets negative "
               "or shifted (offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE))?")
@@ -309,6 +311,8 @@ def call_answer(fn, *args, name=None, **kwargs):
             _fail(f"{name} is still the exercise stub: replace `raise NotImplementedError()` with your code.")
         if type(error).__name__ in ("CompilationError", "InterpreterError"):
             last = str(error).strip().splitlines()[-1]
+            if "power of 2" in last:
+                last += " (block sizes must be powers of two: round up with triton.next_power_of_2(n) and mask)"
             _fail(f"{name}: Triton could not run your kernel: {last}")
         raise
 

@@ -584,16 +584,13 @@ def _run_row_max(x, what):
         out = call_answer(row_max, x)
     expect_launched(launches, "row_max", out)
     expected = x.amax(dim=1)
-    try:
-        check_output(out, expected, name=f"row_max on {what}", inputs=[(x_all, x_all_before)])
-    except CheckFailed as error:
-        if isinstance(out, torch.Tensor) and out.shape == expected.shape and \
-                bool(((out == 0) & (expected < 0)).any()):
-            raise CheckFailed(f"{error}\nHint: a row whose entries are all negative got the maximum "
-                              "0.0: the masked-off lanes held 0.0 and won tl.max. Load them with "
-                              "other=-float('inf').") from None
-        raise CheckFailed(f"{error}\nHint: mask the lanes past the row's end (cols < n_cols) and "
-                          "read x[row, col] at x_ptr + row * stride_row + col * stride_col.") from None
+    zero_won = isinstance(out, torch.Tensor) and out.shape == expected.shape and \
+        bool(((out == 0) & (expected < 0)).any())
+    check_output(out, expected, name=f"row_max on {what}", inputs=[(x_all, x_all_before)],
+                 hint="A row whose entries are all negative got the maximum 0.0: the masked-off lanes "
+                      "held 0.0 and won tl.max. Load them with other=-float('inf')." if zero_won else
+                      "Mask the lanes past the row's end (cols < n_cols) and read x[row, col] at "
+                      "x_ptr + row * stride_row + col * stride_col.")
 
 
 x = rand(37, 100)
@@ -625,16 +622,13 @@ def _check_row_max(x, what, block=None):
                                                           BLOCK_SIZE=block), name="row_max_kernel")
         name = f"row_max_kernel on {what}, BLOCK_SIZE={block}"
     expected = x.amax(dim=1)
-    try:
-        check_output(out, expected, name=name, inputs=[(x_all, x_all_before)])
-    except CheckFailed as error:
-        if isinstance(out, torch.Tensor) and out.shape == expected.shape and \
-                bool(((out == 0) & (expected < 0)).any()):
-            raise CheckFailed(f"{error}\nHint: a row of negative numbers got the maximum 0.0: load "
-                              "the masked-off lanes with other=-float('inf').") from None
-        raise CheckFailed(f"{error}\nHint: mask the lanes past the row's end (cols < n_cols), use "
-                          "other=-float('inf'), and read x[row, col] at x_ptr + row * stride_row + "
-                          "col * stride_col.") from None
+    zero_won = isinstance(out, torch.Tensor) and out.shape == expected.shape and \
+        bool(((out == 0) & (expected < 0)).any())
+    check_output(out, expected, name=name, inputs=[(x_all, x_all_before)],
+                 hint="A row of negative numbers got the maximum 0.0: load the masked-off lanes with "
+                      "other=-float('inf')." if zero_won else
+                      "Mask the lanes past the row's end (cols < n_cols), use other=-float('inf'), and "
+                      "read x[row, col] at x_ptr + row * stride_row + col * stride_col.")
 
 
 def _negative(*shape, dtype=torch.float32):

@@ -8,6 +8,7 @@ tests: monkeypatching, IPython hooks, redirected stderr, files, network, process
 expression where a kernel should run, or a look at NBGRADER_EXECUTION.
 """
 import ast
+import contextlib
 import re
 
 GUARDED_MODULES = {"torch", "triton", "tl", "np", "numpy", "math", "builtins", "sys", "os", "IPython",
@@ -74,7 +75,8 @@ def _is_jit(function):
 
 
 class _Auditor(ast.NodeVisitor):
-    def __init__(self):
+    def __init__(self, wrappers=()):
+        self.wrappers = set(wrappers)  # the functions the lesson means to launch a kernel
         self.found = []  # (line, what)
         self.guarded = set(GUARDED_MODULES)  # and the names they are imported as (import torch as T)
 
@@ -121,7 +123,7 @@ class _Auditor(ast.NodeVisitor):
             self.flag(node, f"redefines the course's {node.name}")
         if node.name in COMPARATORS:
             self.flag(node, f"defines {node.name} (an object that compares equal to anything?)")
-        if not _is_jit(node):
+        if node.name in self.wrappers:
             self._torch_fallback(node, launches=any(_is_launch(n) for n in ast.walk(node)))
         self.generic_visit(node)
 
@@ -215,8 +217,21 @@ def tampering(submitted, release):
     return flags
 
 
-def audit(submitted, release):
-    """Lines of the student's own code that a person should look at."""
+def kernel_wrappers(source):
+    """The functions whose reference answer (in the source notebook) launches a Triton kernel: only
+    these are expected not to compute with torch (arithmetic_intensity may well return a / b)."""
+    names = set()
+    for cell in source.cells:
+        if cell.cell_type == "code" and _meta(cell).get("solution"):
+            with contextlib.suppress(SyntaxError):
+                names |= {node.name for node in ast.walk(ast.parse(_python(cell.source)[0]))
+                          if isinstance(node, ast.FunctionDef) and not _is_jit(node)
+                          and any(_is_launch(n) for n in ast.walk(node))}
+    return names
+
+
+def audit(submitted, release, wrappers=()):
+    """Lines of the student's own code that a person should look at; `wrappers` as kernel_wrappers()."""
     locked = {grade_id for grade_id, cell in _cells_by_id(release).items()
               if not cell.metadata["nbgrader"].get("solution")}
     released = {cell.get("id"): _normalise(cell.source) for cell in release.cells if cell.get("id")}
@@ -231,7 +246,7 @@ def audit(submitted, release):
             f"cell {index}" + (" (edited by the student)" if cell.get("id") in released else " (added by the student)")
         code, found = _python(cell.source)
         try:
-            auditor = _Auditor()
+            auditor = _Auditor(wrappers)
             auditor.visit(ast.parse(code))
             found += auditor.found
         except SyntaxError:

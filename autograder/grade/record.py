@@ -45,6 +45,8 @@ def failure_message(cell):
         if output.output_type == "error":
             text = f"{output.ename}: {output.evalue}" if output.evalue else output.ename
             return ANSI.sub("", text).strip()
+    if cell.get("cell_type") == "markdown":  # nbgrader scores a written answer left as the stub 0
+        return "not answered (the cell still holds the stub text)"
     return "failed without an error message"
 
 

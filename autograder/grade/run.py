@@ -62,6 +62,8 @@ class SandboxRunner:
     def __init__(self, course, assignment, template, settings):
         self.course, self.assignment, self.template, self.settings = course, assignment, template, settings
         self.release = nbformat.read(template.notebook("release", assignment), as_version=4)
+        self.wrappers = integrity.kernel_wrappers(nbformat.read(template.notebook("source", assignment),
+                                                                as_version=4))
 
     def __call__(self, submission, gpu=None, gpu_lock=None):
         started = time.monotonic()
@@ -82,7 +84,7 @@ class SandboxRunner:
                               f"the notebook could not be read ({type(error).__name__}: {error}); "
                               "was it saved completely, as .ipynb?")
         flags = submission.notes + integrity.tampering(student_nb, self.release) + \
-            integrity.audit(student_nb, self.release)
+            integrity.audit(student_nb, self.release, self.wrappers)
         with tempfile.TemporaryDirectory(prefix=f"grade-{submission.student}-") as scratch_dir:
             scratch = Course(Path(scratch_dir) / "course")
             shutil.copytree(self.template.root, scratch.root)
