@@ -117,7 +117,7 @@ def _token_launch_then_torch(x, y):
 
 def _token_launch_then_numpy(x, y):
     launch(masked_add, x, y, torch.empty_like(x), 1)
-    return torch.from_numpy(x.numpy() * 1.0 + y.numpy())
+    return torch.from_numpy(x.cpu().numpy() * 1.0 + y.cpu().numpy()).to(x.device)
 
 
 @pytest.mark.parametrize("answer, message", [
@@ -135,8 +135,9 @@ def test_a_torch_result_behind_a_token_launch_is_caught(answer, message):
 
 def test_an_output_no_kernel_was_given_is_caught():
     x, y = rand(100), rand(100)
+    scratch = torch.empty_like(x)  # kept alive, so that the clone below cannot reuse its memory
     with count_launches() as launches:
-        launch(masked_add, x, y, torch.empty_like(x), 1)
+        launch(masked_add, x, y, scratch, 1)
         out = y.clone()  # e.g. y + x computed before the block and copied here
     with pytest.raises(CheckFailed, match="none of its kernels was given"):
         expect_launched(launches, "add", out)
