@@ -662,14 +662,14 @@ print(f"ceilings: memory {bandwidth / 1e9:.4g} GB/s (measured copy), compute {pe
 points = {}
 n = sized(2**26, 2**22)
 x, y = torch.rand(n, device=DEVICE), torch.rand(n, device=DEVICE)
-points["x + y"] = (n, bytes_moved(n, torch.float32, reads=2, writes=1), timer(lambda: x + y))
+points["x + y"] = (n, call_answer(bytes_moved, n, torch.float32, reads=2, writes=1), timer(lambda: x + y))
 m = sized(4096, 512)
 a, b = torch.rand(m, m, device=DEVICE), torch.rand(m, m, device=DEVICE)
-points[f"{m}x{m} matmul"] = (2 * m**3, bytes_moved(m * m, torch.float32, reads=2, writes=1),
+points[f"{m}x{m} matmul"] = (2 * m**3, call_answer(bytes_moved, m * m, torch.float32, reads=2, writes=1),
                              timer(lambda: a @ b, repeats=5))
 for what, (flops, nbytes, ms) in points.items():
-    print(f"{what:>16}: intensity {arithmetic_intensity(flops, nbytes):8.3f} FLOP/byte, "
-          f"{bound(flops, nbytes, peak, bandwidth)}-bound, reached {flops / (ms * 1e-3) / 1e9:9.4g} "
+    print(f"{what:>16}: intensity {call_answer(arithmetic_intensity, flops, nbytes):8.3f} FLOP/byte, "
+          f"{call_answer(bound, flops, nbytes, peak, bandwidth)}-bound, reached {flops / (ms * 1e-3) / 1e9:9.4g} "
           f"GFLOP/s ({gbps(nbytes, ms):7.4g} GB/s)")
 if not ON_GPU:
     print("No GPU: these ceilings and points describe this CPU, roughly (the copy is small enough "

@@ -5,6 +5,7 @@ import nbformat
 from nbgrader.preprocessors import ClearHiddenTests
 
 from autograder.build.cells import without_outputs
+from autograder.build.source import AddColabBadge
 
 SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 
@@ -63,7 +64,7 @@ def _code(nb):
 def source_to_solution(source_nb, lesson, previous=None):
     nb = without_outputs(source_nb)
     for step in (RemoveHiddenTests(), RemoveSolutionMarkers(), RemoveGradingMetadata(),
-                 KeepRecordedOutputs(previous)):
+                 AddColabBadge("solutions"), KeepRecordedOutputs(previous)):
         nb = step(nb, lesson)
     nbformat.validate(nb)
     return nb
