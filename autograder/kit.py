@@ -52,8 +52,8 @@ def doctor():
     elif torch.cuda.is_available():
         print("Mode: Triton's interpreter (TRITON_INTERPRET=1 was set by you): kernels run on the CPU.")
     else:
-        print("Mode: Triton's interpreter, because no CUDA GPU was found: kernels run on the CPU, "
-              "one program at a time, so sizes are small and timings say nothing about GPUs.")
+        print("Mode: Triton's interpreter (no CUDA GPU found): kernels run on the CPU, one program at a time.\n"
+              "Sizes are small here, and timings say nothing about GPUs.")
     print(f"torch {torch.__version__}, triton {triton.__version__}, "
           f"bf16 {'supported' if BF16_OK else 'not supported here'}")
 
@@ -396,8 +396,8 @@ def check_bandwidth(achieved, fraction, what):
     """Graded on a GPU against this GPU's own copy bandwidth; advisory under the interpreter."""
     __tracebackhide__ = True
     if not ON_GPU:
-        print(f"Advisory only (interpreter): on a GPU this test asks {what} for {fraction:.0%} of the "
-              "card's measured copy bandwidth. Timings on the CPU say nothing about that, so it passes here.")
+        print(f"Advisory only (interpreter): on a GPU this test asks {what} for {fraction:.0%} of the card's\n"
+              "measured copy bandwidth. CPU timings say nothing about that, so it passes here.")
         return
     roof = copy_bandwidth()
     verdict = f"{what} reached {achieved:.0f} GB/s, {achieved / roof:.0%} of this device's copy bandwidth " \
@@ -417,7 +417,7 @@ def plot_bandwidth(sizes, series, title, roof=None, xlabel="elements", logy=Fals
         ax.axhline(roof, color="grey", linestyle="--", label=f"copy bandwidth ({roof:.0f} GB/s)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel(xlabel)
-    if logy:
+    if logy or not ON_GPU:  # the interpreter is far slower than torch on the CPU: a log axis shows both
         ax.set_yscale("log")
     ax.set_ylabel("GB/s")
     ax.set_title(title + ("" if ON_GPU else " (interpreter: not GPU numbers)"))

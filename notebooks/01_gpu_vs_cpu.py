@@ -901,10 +901,12 @@ answer_q1 = "c"  # one of "a", "b", "c", "d"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1}
 answer = globals().get("answer_q1")
-assert answer in ("a", "b", "c", "d"), 'set answer_q1 to one letter in the cell above, e.g. answer_q1 = "a"'
+if answer not in ("a", "b", "c", "d"):
+    raise CheckFailed('Set answer_q1 to one letter in the cell above, e.g. answer_q1 = "a"')
 ### BEGIN HIDDEN TESTS
-assert answer == "c", ("Question 1: Triton is block-based: a program handles a whole block (tile) "
-                       "with array operations, while a CUDA kernel is written for one thread.")
+if answer != "c":
+    raise CheckFailed("Question 1: Triton is block-based: a program handles a whole block (tile) "
+                      "with array operations, while a CUDA kernel is written for one thread.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -923,11 +925,13 @@ answer_q2 = "d"  # one of "a", "b", "c", "d"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1}
 answer = globals().get("answer_q2")
-assert answer in ("a", "b", "c", "d"), 'set answer_q2 to one letter in the cell above, e.g. answer_q2 = "a"'
+if answer not in ("a", "b", "c", "d"):
+    raise CheckFailed('Set answer_q2 to one letter in the cell above, e.g. answer_q2 = "a"')
 ### BEGIN HIDDEN TESTS
-assert answer == "d", ("Question 2: Triton's compiler takes over the low-level work inside a block "
-                       "(coalescing, tiling, on-chip memory, spreading work over threads and warps); "
-                       "models, datasets and plots are not its business.")
+if answer != "d":
+    raise CheckFailed("Question 2: Triton's compiler takes over the low-level work inside a block "
+                      "(coalescing, tiling, on-chip memory, spreading work over threads and warps); "
+                      "models, datasets and plots are not its business.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -945,10 +949,12 @@ answer_q3 = "a"  # one of "a", "b", "c", "d"
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1}
 answer = globals().get("answer_q3")
-assert answer in ("a", "b", "c", "d"), 'set answer_q3 to one letter in the cell above, e.g. answer_q3 = "a"'
+if answer not in ("a", "b", "c", "d"):
+    raise CheckFailed('Set answer_q3 to one letter in the cell above, e.g. answer_q3 = "a"')
 ### BEGIN HIDDEN TESTS
-assert answer == "a", ("Question 3: Triton is a Python package, installed with pip next to torch; "
-                       "it is not an npm, apt or Homebrew package.")
+if answer != "a":
+    raise CheckFailed("Question 3: Triton is a Python package, installed with pip next to torch; "
+                      "it is not an npm, apt or Homebrew package.")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -252,14 +252,15 @@ answer_max_other = "b"  # one of "a", "b", "c", "d"
 # %% nbgrader={"grade": true, "grade_id": "test_q_max_other", "locked": true, "points": 1}
 if "answer_max_other" not in globals():
     raise CheckFailed('Set answer_max_other = "a", "b", "c" or "d" in the cell above, and run it.')
-assert str(answer_max_other).strip().lower() in ("a", "b", "c", "d"), \
-    'answer with one letter: answer_max_other = "a", "b", "c" or "d"'
+if str(answer_max_other).strip().lower() not in ("a", "b", "c", "d"):
+    raise CheckFailed('Answer with one letter: answer_max_other = "a", "b", "c" or "d"')
 print("Your answer is recorded; it is checked when your notebook is graded.")
 ### BEGIN HIDDEN TESTS
-assert str(answer_max_other).strip().lower() == "b", (
-    "Not the right answer: the 28 masked-off lanes take part in tl.max with the value of other=. "
-    "With other=0.0, a row whose entries are all negative gets the maximum 0.0, which is not in "
-    "the row; -inf can never win a maximum, so other=-float('inf') is right for every row.")
+if str(answer_max_other).strip().lower() != "b":
+    raise CheckFailed("Not the right answer: the 28 masked-off lanes take part in tl.max with the value "
+                      "of other=. With other=0.0, a row whose entries are all negative gets the maximum "
+                      "0.0, which is not in the row; -inf can never win a maximum, so other=-float('inf') "
+                      "is right for every row.")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -749,10 +749,11 @@ answer_q_blocks = "d"  # one of "a", "b", "c", "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_q_blocks", "locked": true, "points": 1}
-assert globals().get("answer_q_blocks") in ("a", "b", "c", "d"), \
-    'set answer_q_blocks to one letter, "a", "b", "c" or "d", in the cell above'
+if globals().get("answer_q_blocks") not in ("a", "b", "c", "d"):
+    raise CheckFailed('Set answer_q_blocks to one letter, "a", "b", "c" or "d", in the cell above')
 ### BEGIN HIDDEN TESTS
-assert answer_q_blocks == "d", "Not this one: think about the shape of the data a Transformer works on."
+if answer_q_blocks != "d":
+    raise CheckFailed("Not this one: think about the shape of the data a Transformer works on.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1066,8 +1067,8 @@ verdict = (f"softmax on {n_rows} x {n_cols}: yours {ours:.4g} ms ({gbps(nbytes, 
            f"torch.softmax {theirs:.4g} ms ({gbps(nbytes, theirs):.0f} GB/s): "
            f"{theirs / ours:.2f}x torch's speed; the target is 0.9x.")
 if not ON_GPU:
-    print("Advisory only (interpreter): on a GPU this test asks softmax for at least 0.9x the speed of "
-          "torch.softmax. Timings on the CPU say nothing about that, so it passes here.")
+    print("Advisory only (interpreter): on a GPU this test asks softmax for at least 0.9x the speed of\n"
+          "torch.softmax. CPU timings say nothing about that, so it passes here.")
 elif ours * 0.9 > theirs:
     raise CheckFailed(f"{verdict} Does each program load its row once and keep it in registers "
                       "(one tl.load, one tl.store)? Is BLOCK_N = next_power_of_2(n_cols), with "
@@ -1116,10 +1117,11 @@ answer_q_misconception = "c"  # one of "a", "b", "c", "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_q_misconception", "locked": true, "points": 1}
-assert globals().get("answer_q_misconception") in ("a", "b", "c", "d"), \
-    'set answer_q_misconception to one letter, "a", "b", "c" or "d", in the cell above'
+if globals().get("answer_q_misconception") not in ("a", "b", "c", "d"):
+    raise CheckFailed('Set answer_q_misconception to one letter, "a", "b", "c" or "d", in the cell above')
 ### BEGIN HIDDEN TESTS
-assert answer_q_misconception == "c", "Not this one: reread the end of section 8."
+if answer_q_misconception != "c":
+    raise CheckFailed("Not this one: reread the end of section 8.")
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "written_ladder", "points": 2, "solution": true}
