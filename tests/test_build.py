@@ -6,6 +6,7 @@ import pytest
 
 from autograder.build import check
 from autograder.build.cells import SETUP_PLACEHOLDER, is_setup
+from autograder.build.source import BADGE_ID, AddColabBadge, course_settings
 from autograder.build.sync import source_to_master
 from conftest import autograder
 
@@ -76,6 +77,50 @@ def test_masters_are_in_canonical_form(course):
         source = nbformat.read(course.notebook("source", lesson), as_version=4)
         assert source_to_master(source) == course.master(lesson).read_text()
         assert SETUP_PLACEHOLDER in course.master(lesson).read_text()
+
+
+COLAB_LINK = re.compile(r"\]\((https://colab\.research\.google\.com/github/([^/]+)/([^/]+)/blob/([^/]+)/(\S+?))\)")
+
+
+@pytest.mark.parametrize("stage", ["source", "release"])
+def test_colab_badge_opens_the_release_notebook_from_the_repository(course, stage):
+    settings = course_settings()
+    for lesson in course.lessons():
+        first = nbformat.read(course.notebook(stage, lesson), as_version=4).cells[0]
+        assert first.id == BADGE_ID and first.cell_type == "markdown" and "nbgrader" not in first.metadata
+        assert "colab-badge.svg" in first.source
+        links = COLAB_LINK.findall(first.source)
+        assert len(links) == 1, f"{stage}/{lesson}: the badge should hold one Colab link: {first.source}"
+        url, owner, repo, branch, path = links[0]
+        assert f"github.com/{owner}/{repo}" == settings["repository"] and branch == settings["branch"], url
+        assert path == f"release/{lesson}/{lesson}.ipynb", f"{stage}/{lesson}: the badge opens {path}"
+        assert (course.root / path).is_file(), f"{stage}/{lesson}: the badge opens {path}, which does not exist"
+
+
+def test_colab_badge_in_solutions_opens_a_notebook_of_the_same_lesson(course):
+    for lesson in course.lessons():
+        first = nbformat.read(course.notebook("solutions", lesson), as_version=4).cells[0]
+        if first.id != BADGE_ID:
+            continue  # solutions may carry no badge
+        paths = [link[-1] for link in COLAB_LINK.findall(first.source)]
+        assert len(paths) == 1 and paths[0] in (f"solutions/{lesson}/{lesson}.ipynb", f"release/{lesson}/{lesson}.ipynb")
+        assert (course.root / paths[0]).is_file()
+
+
+def test_colab_badge_follows_the_settings():
+    badge = AddColabBadge("solutions", repository="github.com/someone/a-fork", branch="spring-2026")
+    nb = badge(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Lesson", id="cell-0")]), "02_add")
+    nb = badge(nb, "02_add")  # a second pass replaces the badge, it does not stack another
+    assert [cell.id for cell in nb.cells] == [BADGE_ID, "cell-0"]
+    assert nb.cells[0].source.endswith("(https://colab.research.google.com/github/someone/a-fork/blob/"
+                                       "spring-2026/solutions/02_add/02_add.ipynb)")
+
+
+def test_masters_never_hold_the_badge(course):
+    for lesson in course.lessons():
+        source = nbformat.read(course.notebook("source", lesson), as_version=4)
+        assert "colab.research.google.com" not in source_to_master(source)
+        assert "colab.research.google.com" not in course.master(lesson).read_text()
 
 
 def test_check_names_a_stale_lesson(scratch_course):
