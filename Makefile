@@ -6,7 +6,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: demo test build check bench clean
+.PHONY: demo test build check bench clean lab lab-student
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,23 @@ check: $(READY)
 # GPU only: the reference kernels against torch, torch.compile and the copy roof -> docs/benchmarks.md
 bench: $(READY)
 	$(BIN)/python benchmarks/kernels.py
+
+# JupyterLab on the course, for the instructor (lab/instructor/): nbgrader's formgrader, Create
+# Assignment, Validate. The venv's bin/ goes on PATH: the formgrader runs its `alembic`.
+# `make lab-student`: what a student sees (lab/student/): Validate and the Assignment List, in
+# build/student/, the student's home. Both share nbgrader's exchange build/exchange/, so Release,
+# Fetch, Submit and Collect work on one machine. Options for jupyter lab go in LAB_ARGS:
+# `make lab LAB_ARGS="--port 9000 --no-browser"` (as root: --allow-root).
+LAB_ARGS ?=
+LAB_ENV = PATH="$(abspath $(BIN)):$$PATH"
+
+lab: $(READY)
+	mkdir -p build && mkdir -p -m 777 build/exchange
+	$(LAB_ENV) JUPYTER_CONFIG_PATH="$(CURDIR)/lab/instructor" $(BIN)/jupyter lab $(LAB_ARGS)
+
+lab-student: $(READY)
+	mkdir -p build/student && mkdir -p -m 777 build/exchange
+	cd build/student && $(LAB_ENV) JUPYTER_CONFIG_PATH="$(CURDIR)/lab/student" "$(abspath $(BIN))/jupyter" lab $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) build reports
