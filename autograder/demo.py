@@ -18,9 +18,10 @@ def class_course(course, lesson, samples, workdir):
     return class_dir
 
 
-def demo(course, lesson, reports=None, workdir=None, **grading):
-    """Grade the sample class of `lesson` in `workdir` (default build/demo), reports into `reports`."""
-    samples = load_samples(course, lesson)
+def demo(course, lesson, reports=None, workdir=None, samples=None, **grading):
+    """Grade the sample class of `lesson` (or `samples`, part of it) in `workdir` (default
+    build/demo), reports into `reports`."""
+    samples = samples or load_samples(course, lesson)
     class_dir = class_course(course, lesson, samples, workdir or course.root / "build" / "demo")
     about = ", ".join(f"{student}: {sample['about']}" for student, sample in samples.items())
     print(f"Grading {len(samples)} sample submissions of {lesson} ({about})")
