@@ -34,9 +34,8 @@ from conftest import ROOT
 LESSON = "02_vector_add"
 CORPUS = load_samples(Course(ROOT), LESSON, folder="tests/corpus")
 SETTINGS = Settings(deadline=120, memory_mb=3072, processes=64)
-# A notebook the integrity checks cannot read stops the whole batch today (grade() raises; no
-# grades.csv for anyone), which would hide every other result: it is graded on its own, as a late
-# submission into the small class of (c), where it shows up as one failing test.
+# Graded on its own, as a late submission into the small class of (c): a damaged notebook that
+# arrives after a class was graded must join it without disturbing the grades already there.
 APART = ["metadata_not_a_dict"]
 MAIN = sorted(set(CORPUS) - set(APART))
 # (b) and (c): a correct one, a corrupt one, killed ones, flagged ones, and cheap ones.

@@ -15,7 +15,7 @@ GUARDED_MODULES = {"torch", "triton", "tl", "np", "numpy", "math", "builtins", "
                    "unittest", "pytest", "warnings", "functools"}
 KIT_CHECKS = {"check_output", "expect_launched", "count_launches", "call_answer", "guarded_empty",
               "guarded_allocations", "rand", "check_bandwidth", "CheckFailed", "bench_ms", "copy_bandwidth"}
-HOOKS = {"input_transformers_cleanup", "input_transformers_post", "ast_transformers", "showtraceback",
+HOOKS = {"input_transformers_cleanup", "input_transformers_post", "ast_transformers", "showtraceback", "_showtraceback",
          "showsyntaxerror", "set_custom_exc", "excepthook", "settrace", "setprofile", "register_magic_function",
          "events", "displayhook", "run_cell", "CustomTB"}
 CALLS = {

@@ -570,11 +570,28 @@ if leaks:
 
 
 get_ipython().showtraceback = lambda *args, **kwargs: None''']]},
-        # The kernel still replies "error" for each failing cell: the grader shows the error again.
+        # The kit shows a failed check through its own handler, so the messages are there anyway.
+        "fails": ["test_copy_kernel", "test_copy_kernel_hidden", "test_add_kernel_hidden",
+                  "test_add", "test_add_hidden", "test_add_performance"],
+        "reason": "test_copy_kernel: CheckFailed: copy_kernel: element 0 of",
+        "flags": ["replaces showtraceback"],
+    },
+    "showtraceback_all": {
+        "about": "a wrong copy_kernel and stubs; showtraceback and the kit's route (_showtraceback) both silenced",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+get_ipython().showtraceback = get_ipython()._showtraceback = lambda *args, **kwargs: None''']]},
+        # No error is printed, but the kernel still replies "error": the grader shows it again.
         "fails": ["test_copy_kernel", "test_copy_kernel_hidden", "test_add_kernel_hidden",
                   "test_add", "test_add_hidden", "test_add_performance"],
         "reason": "code in the notebook hid it",
-        "flags": ["replaces showtraceback"],
+        "flags": ["replaces showtraceback", "replaces _showtraceback"],
     },
     "stderr_redirect": {
         "about": "a wrong copy_kernel; sys.stderr replaced by a StringIO",
