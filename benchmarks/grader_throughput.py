@@ -46,6 +46,7 @@ def plain_nbgrader(course, students, folder):
 
 def ours(course, students, folder, workers):
     class_dir = class_course(course, LESSON, students, folder / "course")
+    class_dir.nbgrader("generate_assignment", LESSON, "--force")  # released already, as for plain nbgrader
     start = time.monotonic()
     grades = grade(class_dir, LESSON, reports=folder / "reports", workers=workers)
     seconds = sorted(g.seconds for g in grades)
