@@ -8,8 +8,10 @@ or process limit) writes the reason into the cell where it stopped and into each
 never ran, so those tests score 0 with a reason instead of the whole notebook vanishing.
 A status file beside the course records how the run ended, for the grade report.
 """
+import contextlib
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -41,6 +43,8 @@ class SandboxedExecute(NbGraderPreprocessor):
     output_limit = Integer(1 << 20, help="Bytes of output kept per cell").tag(config=True)
     gpu = Unicode("", help="CUDA_VISIBLE_DEVICES for the notebook ('' when grading on the CPU)").tag(config=True)
     gpu_lock = Unicode("", help="A file whose lock makes timed sections exclusive on the GPU").tag(config=True)
+    gpu_lock_hold = Integer(60, help="Seconds the notebook may hold the GPU lock at once (a timed section "
+                                     "takes well under one); then it is killed").tag(config=True)
     status_file = Unicode("", help="Where to write how the run ended (JSON)").tag(config=True)
     require_sandbox = Bool(True, help="Refuse to run untrusted code when namespaces are unavailable").tag(config=True)
 
@@ -104,8 +108,17 @@ class SandboxedExecute(NbGraderPreprocessor):
     def _collect(self, process, read_end):
         reports, end, buffer = [], None, b""
         deadline = time.monotonic() + self.deadline
+        held_since = None
         with os.fdopen(read_end, "rb") as pipe:
             while end is None:
+                if self.gpu_lock:  # a notebook that keeps the GPU's turn makes every other one wait
+                    now = time.monotonic()
+                    held = any(_descends_from(pid, process.pid) for pid in _lock_holders(self.gpu_lock))
+                    held_since = (held_since or now) if held else None
+                    if held_since is not None and now - held_since > self.gpu_lock_hold:
+                        end = {"end": "gpu lock", "detail": f"it held the GPU's timing lock for more than "
+                               f"{self.gpu_lock_hold} s, which keeps other notebooks from timing their kernels"}
+                        break
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([pipe], [], [], min(left, 1.0))[0]:
                     if left <= 0:
@@ -157,6 +170,32 @@ class SandboxedExecute(NbGraderPreprocessor):
                 cell.outputs = [_error(f"not run: the notebook was stopped earlier, in {where}")]
         return {"ended": end["end"], "reason": reason, "cell": where, "exit_code": code,
                 "stderr": end.get("stderr", "")}
+
+
+def _lock_holders(path):
+    """The pids that hold a flock on `path`, from /proc/locks (waiters excluded)."""
+    stat = os.stat(path)
+    key = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    pids = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 12345 08:01:123456 0 EOF"
+            if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == key:
+                pids.append(int(fields[4]))
+    return pids
+
+
+def _descends_from(pid, ancestor):
+    """Whether process `pid` is `ancestor` or below it (a sandbox's processes cannot leave its tree:
+    its orphans go to the sandbox's own init)."""
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            pid = int(re.search(r"^PPid:\s*(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M).group(1))
+        except (OSError, AttributeError):
+            return False
+    return False
 
 
 def _cell_name(nb, index):
