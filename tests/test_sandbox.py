@@ -1,4 +1,6 @@
 """The sandbox on its own: what code inside can see, reach and use, as root and as a plain user."""
+import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -6,9 +8,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder.grade import sandbox
+from autograder.grade.isolate import SandboxedExecute
 from conftest import ROOT
 
 pytestmark = pytest.mark.skipif(not sandbox.available(), reason="this machine cannot make user namespaces")
@@ -97,12 +101,6 @@ def test_a_plain_user_gets_the_same_sandbox():
 def test_a_notebook_holding_the_gpu_timing_lock_is_stopped(tmp_path):
     """Timed sections of all notebooks on a GPU take turns through a lock: a notebook that takes the
     lock and keeps it would make every other one wait. The grader stops it, and frees the lock."""
-    import fcntl
-    import json
-
-    import nbformat
-
-    from autograder.grade.isolate import SandboxedExecute
     lock, folder, status = tmp_path / "gpu.lock", tmp_path / "submission", tmp_path / "status.json"
     lock.touch()
     folder.mkdir()

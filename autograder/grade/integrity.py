@@ -190,8 +190,13 @@ def _meta(cell):
     return meta if isinstance(meta, dict) else {}
 
 
+def grade_id(cell):
+    """A cell's nbgrader grade_id, or None (no metadata, or damaged metadata)."""
+    return _meta(cell).get("grade_id")
+
+
 def _cells_by_id(nb):
-    return {_meta(cell).get("grade_id"): cell for cell in nb.cells if _meta(cell).get("grade_id")}
+    return {grade_id(cell): cell for cell in nb.cells if grade_id(cell)}
 
 
 def _normalise(source):
@@ -201,19 +206,19 @@ def _normalise(source):
 def tampering(submitted, release):
     """Read-only and test cells the student changed, deleted or retyped (nbgrader restores them)."""
     flags, theirs = [], _cells_by_id(submitted)
-    ids = [_meta(cell)["grade_id"] for cell in submitted.cells if _meta(cell).get("grade_id")]
+    ids = [grade_id(cell) for cell in submitted.cells if grade_id(cell)]
     flags += [f"cell {i!r} appears {ids.count(i)} times" for i in sorted(set(ids)) if ids.count(i) > 1]
-    for grade_id, cell in _cells_by_id(release).items():
+    for name, cell in _cells_by_id(release).items():
         meta = cell.metadata["nbgrader"]
         if meta.get("solution") or not (meta.get("locked") or meta.get("grade")):
             continue
-        mine = theirs.get(grade_id)
+        mine = theirs.get(name)
         if mine is None:
-            flags.append(f"deleted the read-only cell {grade_id!r} (restored for grading)")
+            flags.append(f"deleted the read-only cell {name!r} (restored for grading)")
         elif mine.cell_type != cell.cell_type:
-            flags.append(f"changed cell {grade_id!r} from {cell.cell_type} to {mine.cell_type} (restored)")
+            flags.append(f"changed cell {name!r} from {cell.cell_type} to {mine.cell_type} (restored)")
         elif _normalise(mine.source) != _normalise(cell.source):
-            flags.append(f"edited the read-only cell {grade_id!r} (restored for grading)")
+            flags.append(f"edited the read-only cell {name!r} (restored for grading)")
     return flags
 
 
@@ -232,17 +237,17 @@ def kernel_wrappers(source):
 
 def audit(submitted, release, wrappers=()):
     """Lines of the student's own code that a person should look at; `wrappers` as kernel_wrappers()."""
-    locked = {grade_id for grade_id, cell in _cells_by_id(release).items()
+    locked = {name for name, cell in _cells_by_id(release).items()
               if not cell.metadata["nbgrader"].get("solution")}
     released = {cell.get("id"): _normalise(cell.source) for cell in release.cells if cell.get("id")}
     flags = []
     for index, cell in enumerate(submitted.cells, 1):
-        grade_id = _meta(cell).get("grade_id")
-        if cell.cell_type != "code" or grade_id in locked:
+        name = grade_id(cell)
+        if cell.cell_type != "code" or name in locked:
             continue
-        if not grade_id and released.get(cell.get("id")) == _normalise(cell.source):
+        if not name and released.get(cell.get("id")) == _normalise(cell.source):
             continue  # the course's own code, as released (a demo cell, an eager reference)
-        where = f"cell {grade_id!r}" if grade_id else \
+        where = f"cell {name!r}" if name else \
             f"cell {index}" + (" (edited by the student)" if cell.get("id") in released else " (added by the student)")
         code, found = _python(cell.source)
         try:

@@ -7,8 +7,8 @@ real course. nbgrader's autograde runs there as the grader, with its Execute ste
 """
 import copy
 import json
-import re
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +22,7 @@ import nbformat
 
 from autograder.course import Course
 from autograder.grade import integrity
+from autograder.grade.integrity import grade_id
 from autograder.grade.record import not_graded, record
 
 # nbgrader's autograde pipeline with its Execute step replaced by ours.
@@ -131,30 +132,25 @@ class SandboxRunner:
         return log
 
 
-def _grade_id(cell):
-    meta = cell.get("metadata", {}).get("nbgrader")
-    return meta.get("grade_id") if isinstance(meta, dict) else None
-
-
 def restore_missing(submitted, release):
     """Put back every nbgrader cell of the release (setup, answers, tests) that the student deleted,
     after the nearest earlier release cell the notebook still has. nbgrader itself only puts back
     grade cells, and fails (KeyError) when the cell before a deleted one is gone too."""
     nb = copy.deepcopy(submitted)
-    present = {_grade_id(cell) for cell in nb.cells} - {None}
+    present = {grade_id(cell) for cell in nb.cells} - {None}
     for index, cell in enumerate(release.cells):
-        grade_id = _grade_id(cell)
-        if grade_id is None or grade_id in present:
+        name = grade_id(cell)
+        if name is None or name in present:
             continue
         position = 0
         for earlier in reversed(release.cells[:index]):
             where = [i for i, mine in enumerate(nb.cells) if mine.get("id") == earlier.get("id")
-                     or (_grade_id(earlier) and _grade_id(mine) == _grade_id(earlier))]
+                     or (grade_id(earlier) and grade_id(mine) == grade_id(earlier))]
             if where:
                 position = where[0] + 1
                 break
         nb.cells.insert(position, copy.deepcopy(cell))
-        present.add(grade_id)
+        present.add(name)
     return nb
 
 
