@@ -16,13 +16,17 @@ def course():
     return Course(ROOT)
 
 
-@pytest.fixture
-def scratch_course(tmp_path):
-    """A copy of the course's committed files, safe to edit."""
+def copy_course(into):
+    """A copy of the course's committed files in `into`, safe to edit."""
     for name in COURSE_FILES:
         source = ROOT / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
-    return Course(tmp_path)
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, into / name)
+    return Course(into)
+
+
+@pytest.fixture
+def scratch_course(tmp_path):
+    return copy_course(tmp_path)
 
 
 def autograder(*args, cwd):

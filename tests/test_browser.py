@@ -16,7 +16,6 @@ without `playwright install`. Without it the tests are skipped, except in CI, wh
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -32,11 +31,10 @@ import pytest
 
 from autograder.course import Course
 from autograder.samples import make_submission
-from conftest import ROOT
+from conftest import ROOT, copy_course
 
 LESSON = "02_vector_add"
 LESSONS = Course(ROOT).lessons()
-COURSE_FILES = ["nbgrader_config.py", "source", "release", "solutions"]
 SCREENSHOTS = ROOT / "build" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -175,9 +173,7 @@ def scratch(browser):
         course.mkdir()
         exchange.mkdir(mode=0o777)
         exchange.chmod(0o777)  # as nbgrader wants it (mkdir's mode is cut by the umask)
-        for name in COURSE_FILES:
-            source = ROOT / name
-            (shutil.copytree if source.is_dir() else shutil.copy)(source, course / name)
+        copy_course(course)
         env = _environment(folder / "instructor-home", "instructor", exchange)
         for command in [["generate_assignment", "*", "--force"], ["release_assignment", LESSON]]:
             result = subprocess.run([sys.executable, "-m", "nbgrader", *command], cwd=course, env=env,
