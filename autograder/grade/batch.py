@@ -13,11 +13,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
 
-from autograder.course import CourseError
+from autograder.course import Course, CourseError
 from autograder.grade import merge as merging
 from autograder.grade.collect import collect
 from autograder.grade.report import copy_feedback, print_table, write_csv, write_report
-from autograder.grade.run import SandboxRunner, Settings, make_template
+from autograder.grade.run import Settings, make_template
+from autograder.grade.turns import GpuTurns
+from autograder.grade.worker import Worker
 
 __all__ = ["grade", "merge", "print_table", "Settings"]
 
@@ -31,8 +33,8 @@ def visible_gpus():
 
 
 def default_workers(gpus):
-    """One notebook per core. GPUs are shared: correctness tests are light, and timed sections take
-    turns on each GPU through a lock, so more workers than GPUs cost no fairness."""
+    """One notebook per core. GPUs are shared: correctness tests are light, and graded timing takes
+    exclusive turns on each GPU (turns.py), so more workers than GPUs cost no fairness."""
     return max(1, os.cpu_count() or 1)
 
 
@@ -71,32 +73,44 @@ def run_batch(course, assignment, submissions, reports, settings, workers, gpus)
     """Grade submissions in parallel; each result is saved as soon as it is known."""
     if not settings.threads:
         settings = replace(settings, threads=max(1, (os.cpu_count() or 1) // workers))
-    with tempfile.TemporaryDirectory(prefix="autograder-template-") as folder:
-        runner = SandboxRunner(course, assignment, make_template(course, assignment, folder), settings)
-        # One slot per worker, spread over the GPUs; each GPU has one lock for timed sections.
-        slots = queue.Queue()
-        locks = {}
-        for index in range(workers):
-            gpu = gpus[index % len(gpus)] if gpus else None
-            if gpu is not None and gpu not in locks:
-                locks[gpu] = Path(folder) / f"gpu{gpu}.lock"
-                locks[gpu].touch()
-            slots.put(gpu)
+    # The turn sockets live apart from the template, which each submission's scratch course copies.
+    with tempfile.TemporaryDirectory(prefix="autograder-template-") as folder, \
+            tempfile.TemporaryDirectory(prefix="autograder-turns-") as sockets:
+        # One worker process per slot, spread over the GPUs, started while the template is made.
+        template = Course(Path(folder))
+        graders = [Worker(course, assignment, template, settings, gpus[i % len(gpus)] if gpus else None)
+                   for i in range(workers)]
 
-        def grade_one(submission):
-            gpu = slots.get()
-            try:
-                return runner(submission, gpu=gpu, gpu_lock=locks.get(gpu))
-            finally:
-                slots.put(gpu)
+        def members(gpu):
+            return [w.process.pid for w in graders if w.gpu == gpu and w.process is not None]
 
-        progress, lock = Progress(len(submissions)), threading.Lock()
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for future in as_completed([pool.submit(grade_one, s) for s in submissions]):
-                grade = future.result()
-                with lock:
-                    merging.save(grade, reports, assignment)
-                    progress.step(grade)
+        # Graded timing takes exclusive turns on each GPU (turns.py), pausing the other sandboxes there.
+        try:
+            with GpuTurns(sockets, gpus, members) as turns:
+                idle = queue.Queue()
+                for worker in graders:
+                    worker.gpu_turn = turns.path(worker.gpu) if worker.gpu is not None else None
+                    worker.start()
+                    idle.put(worker)
+                make_template(course, assignment, folder)
+
+                def grade_one(submission):
+                    worker = idle.get()
+                    try:
+                        return worker.grade(submission)
+                    finally:
+                        idle.put(worker)
+
+                progress, lock = Progress(len(submissions)), threading.Lock()
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    for future in as_completed([pool.submit(grade_one, s) for s in submissions]):
+                        grade = future.result()
+                        with lock:
+                            merging.save(grade, reports, assignment)
+                            progress.step(grade)
+        finally:
+            for worker in graders:
+                worker.stop()
 
 
 def grade(course, assignment, submissions=None, lms_zip=None, reports=None, workers=None, gpus=None,

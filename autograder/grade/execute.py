@@ -1,9 +1,9 @@
 """Run one notebook, cell by cell, inside the sandbox; report each finished cell on a private pipe.
 
 `python -m autograder.grade.execute NOTEBOOK --report-fd FD ...` executes NOTEBOOK with a fresh
-kernel and writes one JSON line per cell to FD: {"index", "outputs", "execution_count", "status"}
-(the kernel's reply: "ok" or "error"), then a
-last line {"end": why}. The kernel does not inherit FD, and this process makes itself
+kernel and writes JSON lines to FD: {"ready": true} once the kernel has started, then one per cell,
+{"index", "outputs", "execution_count", "status" (the kernel's reply: "ok" or "error"), "seconds"},
+then a last line {"end": why}. The kernel does not inherit FD, and this process makes itself
 non-dumpable, so code in the notebook can neither read nor forge the report. A cell that kills
 the kernel, or runs past its time, ends the run with that cell named.
 """
@@ -12,6 +12,7 @@ import ctypes
 import json
 import os
 import sys
+import time
 
 import nbformat
 from jupyter_client import AsyncKernelManager
@@ -76,9 +77,11 @@ def execute(path, report, cell_timeout, output_limit):
         cell_index, execute_reply["content"].get("status"))
 
     with client.setup_kernel():
+        send({"ready": True})
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
+            started = time.monotonic()
             try:
                 client.execute_cell(cell, index)
             except DeadKernelError:
@@ -90,7 +93,7 @@ def execute(path, report, cell_timeout, output_limit):
                 send({"end": "cell timeout", "index": index, "detail": f"ran past {cell_timeout} s"})
                 return
             send({"index": index, "outputs": cell.outputs, "execution_count": cell.execution_count,
-                  "status": replies.get(index)})
+                  "status": replies.get(index), "seconds": round(time.monotonic() - started, 2)})
     send({"end": "finished"})
 
 

@@ -8,10 +8,8 @@ or process limit) writes the reason into the cell where it stopped and into each
 never ran, so those tests score 0 with a reason instead of the whole notebook vanishing.
 A status file beside the course records how the run ended, for the grade report.
 """
-import contextlib
 import json
 import os
-import re
 import select
 import shutil
 import signal
@@ -42,9 +40,7 @@ class SandboxedExecute(NbGraderPreprocessor):
     threads = Integer(0, help="CPU threads for torch and NumPy in the notebook (0: their default)").tag(config=True)
     output_limit = Integer(1 << 20, help="Bytes of output kept per cell").tag(config=True)
     gpu = Unicode("", help="CUDA_VISIBLE_DEVICES for the notebook ('' when grading on the CPU)").tag(config=True)
-    gpu_lock = Unicode("", help="A file whose lock makes timed sections exclusive on the GPU").tag(config=True)
-    gpu_lock_hold = Integer(60, help="Seconds the notebook may hold the GPU lock at once (a timed section "
-                                     "takes well under one); then it is killed").tag(config=True)
+    gpu_turn = Unicode("", help="The GPU's turn socket (turns.py): graded timing gets the GPU to itself").tag(config=True)
     status_file = Unicode("", help="Where to write how the run ended (JSON)").tag(config=True)
     require_sandbox = Bool(True, help="Refuse to run untrusted code when namespaces are unavailable").tag(config=True)
 
@@ -56,9 +52,9 @@ class SandboxedExecute(NbGraderPreprocessor):
                             ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"))
             notebook = workdir / "notebook.ipynb"
             nbformat.write(nb, notebook)
-            if self.gpu_lock:
-                os.link(self.gpu_lock, workdir / ".gpu.lock")
-            reports, end, code = self._run(workdir, notebook)
+            if self.gpu_turn:
+                os.link(self.gpu_turn, workdir / sandbox.GPU_TURN)
+            reports, end, code, start_s = self._run(workdir, notebook)
         for message in reports:
             cell = nb.cells[message["index"]]
             cell.outputs = [nbformat.from_dict(o) for o in message["outputs"]]
@@ -67,6 +63,9 @@ class SandboxedExecute(NbGraderPreprocessor):
                 cell.outputs.append(_error(HIDDEN_ERROR, ename="ErrorHidden"))
         status = self._explain(nb, reports, end, code)
         status["seconds"] = round(time.monotonic() - started, 1)
+        # Where the time went: starting the sandbox and kernel, then each cell (for report.html).
+        status["timings"] = {"start": start_s,
+                             "cells": {_cell_label(nb, m["index"]): m["seconds"] for m in reports if "seconds" in m}}
         if self.status_file:
             Path(self.status_file).write_text(json.dumps(status))
         return nb, resources
@@ -94,8 +93,8 @@ class SandboxedExecute(NbGraderPreprocessor):
             env["TRITON_INTERPRET"] = "1"
         if self.threads:  # workers side by side must not each start a thread per core
             env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.threads)
-        if self.gpu_lock:
-            env["COURSE_GPU_LOCK"] = f"{sandbox.WORK}/.gpu.lock"
+        if self.gpu_turn:
+            env["COURSE_GPU_TURN"] = f"{sandbox.WORK}/{sandbox.GPU_TURN}"
         limits = sandbox.Limits(memory_mb=self.memory_mb, processes=self.processes, gpu=bool(self.gpu))
         with sandbox.cgroups(limits) as joining:
             process = subprocess.Popen(joining(self._command(workdir, notebook, write_end, limits)),
@@ -106,19 +105,12 @@ class SandboxedExecute(NbGraderPreprocessor):
             return self._collect(process, read_end)
 
     def _collect(self, process, read_end):
-        reports, end, buffer = [], None, b""
-        deadline = time.monotonic() + self.deadline
-        held_since = None
+        """The cells' reports, how the run ended, the exit code, and the seconds until the kernel was ready."""
+        reports, end, buffer, start_s = [], None, b"", None
+        launched = time.monotonic()
+        deadline = launched + self.deadline
         with os.fdopen(read_end, "rb") as pipe:
             while end is None:
-                if self.gpu_lock:  # a notebook that keeps the GPU's turn makes every other one wait
-                    now = time.monotonic()
-                    held = any(_descends_from(pid, process.pid) for pid in _lock_holders(self.gpu_lock))
-                    held_since = (held_since or now) if held else None
-                    if held_since is not None and now - held_since > self.gpu_lock_hold:
-                        end = {"end": "gpu lock", "detail": f"it held the GPU's timing lock for more than "
-                               f"{self.gpu_lock_hold} s, which keeps other notebooks from timing their kernels"}
-                        break
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([pipe], [], [], min(left, 1.0))[0]:
                     if left <= 0:
@@ -133,6 +125,8 @@ class SandboxedExecute(NbGraderPreprocessor):
                     message = json.loads(line)
                     if "end" in message:
                         end = message
+                    elif "ready" in message:
+                        start_s = round(time.monotonic() - launched, 2)
                     else:
                         reports.append(message)
         try:
@@ -148,7 +142,7 @@ class SandboxedExecute(NbGraderPreprocessor):
             stderr = process.stderr.read().decode(errors="replace")[-2000:]
             end.setdefault("stderr", stderr)
         process.stderr.close()
-        return reports, end, process.returncode
+        return reports, end, process.returncode, start_s
 
     def _explain(self, nb, reports, end, code):
         """Mark where the run stopped and which tests never ran; say how the run ended."""
@@ -172,35 +166,13 @@ class SandboxedExecute(NbGraderPreprocessor):
                 "stderr": end.get("stderr", "")}
 
 
-def _lock_holders(path):
-    """The pids that hold a flock on `path`, from /proc/locks (waiters excluded)."""
-    stat = os.stat(path)
-    key = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
-    pids = []
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/locks").read_text().splitlines():
-            fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 12345 08:01:123456 0 EOF"
-            if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == key:
-                pids.append(int(fields[4]))
-    return pids
-
-
-def _descends_from(pid, ancestor):
-    """Whether process `pid` is `ancestor` or below it (a sandbox's processes cannot leave its tree:
-    its orphans go to the sandbox's own init)."""
-    while pid > 1:
-        if pid == ancestor:
-            return True
-        try:
-            pid = int(re.search(r"^PPid:\s*(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M).group(1))
-        except (OSError, AttributeError):
-            return False
-    return False
+def _cell_label(nb, index):
+    return nb.cells[index].metadata.get("nbgrader", {}).get("grade_id") or f"cell {index + 1}"
 
 
 def _cell_name(nb, index):
-    grade_id = nb.cells[index].metadata.get("nbgrader", {}).get("grade_id")
-    return f"cell {grade_id!r}" if grade_id else f"cell {index + 1}"
+    label = _cell_label(nb, index)
+    return label if label.startswith("cell ") else f"cell {label!r}"
 
 
 def _error(message, ename=STOPPED):

@@ -28,6 +28,8 @@ class StudentGrade:
     seconds: float = 0.0
     tests: list = field(default_factory=list)
     flags: list = field(default_factory=list)
+    # seconds in the sandbox, of which starting it and the kernel, and each cell's (report.html)
+    timings: dict = field(default_factory=dict)
 
     def to_json(self):
         return json.dumps(asdict(self), indent=1)
@@ -86,5 +88,6 @@ def record(scratch, assignment, student, run_status, seconds, flags):
         ([f"to grade by hand: {', '.join(manual)}"] if manual else [])
     status = "stopped" if run_status.get("reason") else "failed tests" if failed else \
         "needs manual grading" if manual else "ok"
+    timings = {"sandbox": run_status.get("seconds"), **run_status.get("timings", {})}
     return StudentGrade(student, sum(t.score for t in tests), top, status, "; ".join(reasons), seconds,
-                        tests, flags)
+                        tests, flags, timings)

@@ -30,14 +30,19 @@ def print_table(grades):
 
 
 def copy_feedback(course, assignment, grades, folder):
-    """nbgrader's feedback for each graded student (hidden tests cleared, see nbgrader_config.py);
-    a page with the reason for a submission that could not be run."""
+    """nbgrader's feedback for each graded student (hidden tests cleared, see nbgrader_config.py),
+    made by the worker that graded it, or here if it is missing; a page with the reason for a
+    submission that could not be run."""
     folder.mkdir(parents=True, exist_ok=True)
-    course.nbgrader("generate_feedback", assignment, "--force", check=False)
+
+    def made(student):
+        return course.root / "feedback" / student / assignment / f"{assignment}.html"
+
+    if any(not made(g.student).is_file() for g in grades if g.status != "error"):
+        course.nbgrader("generate_feedback", assignment, "--force", check=False)
     for g in grades:
-        made = course.root / "feedback" / g.student / assignment / f"{assignment}.html"
-        if made.is_file() and g.status != "error":
-            shutil.copy(made, folder / f"{g.student}.html")
+        if made(g.student).is_file() and g.status != "error":
+            shutil.copy(made(g.student), folder / f"{g.student}.html")
         else:
             (folder / f"{g.student}.html").write_text(
                 f"<html><body><h1>{html.escape(assignment)}: {html.escape(g.student)}</h1>"
@@ -59,6 +64,26 @@ def _common_reasons(grades):
                 if t.message and t.score < t.max_score}
         counts.update(seen)
     return counts.most_common(10)
+
+
+def _median(values):
+    values = sorted(values)
+    return values[len(values) // 2] if values else 0.0
+
+
+def time_split(grades):
+    """Median seconds per submission in each phase, and the slowest cells by their median: where a
+    batch's time goes (the grader's own work outside the sandbox, starting the sandbox and kernel,
+    running the cells)."""
+    timed = [g for g in grades if g.timings.get("sandbox") is not None]
+    phases = {"whole submission": _median(g.seconds for g in timed),
+              "grader outside the sandbox": _median(g.seconds - g.timings["sandbox"] for g in timed),
+              "sandbox and kernel start": _median(g.timings.get("start") or 0 for g in timed),
+              "cells": _median(sum(g.timings.get("cells", {}).values()) for g in timed)}
+    names = {name for g in timed for name in g.timings.get("cells", {})}
+    cells = sorted(((name, _median(g.timings["cells"][name] for g in timed if name in g.timings.get("cells", {})))
+                    for name in names), key=lambda item: -item[1])
+    return phases, cells[:5]
 
 
 def write_report(grades, assignment, path):
@@ -85,6 +110,9 @@ def write_report(grades, assignment, path):
                       f"<td>{'<br>'.join(html.escape(f) for f in g.flags)}</td></tr>"
                       for g in grades if g.flags or g.status in ("error", "stopped"))
     total = sum(g.seconds for g in grades)
+    phases, slowest = time_split(grades)
+    split = "".join(f"<tr><td>{html.escape(name)}</td><td>{seconds:.1f}</td></tr>"
+                    for name, seconds in [*phases.items(), *((f"cell {n}", s) for n, s in slowest)])
     path.write_text(f"""<!doctype html><html><head><meta charset="utf-8"><title>{assignment}: grades</title>
 <style>body{{font-family:sans-serif;margin:2em}} td,th{{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}}</style>
 </head><body><h1>{html.escape(assignment)}: {len(grades)} submissions</h1>
@@ -94,4 +122,5 @@ Grading took {total:.0f} s of run time in all, {total / max(1, len(grades)):.1f}
 {"".join(figures)}
 <h2>Most common failure reasons</h2><table><tr><th>students</th><th>message</th></tr>{rows}</table>
 <h2>Flagged for review</h2><table><tr><th>student</th><th>score</th><th>status</th><th>why</th></tr>{flagged}</table>
+<h2>Where the time went (median seconds per submission)</h2><table>{split}</table>
 </body></html>""")

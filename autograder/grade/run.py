@@ -3,16 +3,13 @@
 Each submission gets a scratch course of its own (config, source, a fresh gradebook holding only
 the assignment), so parallel runs never share an sqlite file and nothing a run does reaches the
 real course. nbgrader's autograde runs there as the grader, with its Execute step swapped for
-`SandboxedExecute`; a deadline on the whole process tree, enforced with SIGKILL, backs it up.
+`SandboxedExecute`. It runs inside a worker process (worker.py), which the batch kills and replaces
+if it outlives the notebook's deadline.
 """
 import copy
 import json
-import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -66,16 +63,16 @@ class SandboxRunner:
         self.wrappers = integrity.kernel_wrappers(nbformat.read(template.notebook("source", assignment),
                                                                 as_version=4))
 
-    def __call__(self, submission, gpu=None, gpu_lock=None):
+    def __call__(self, submission, gpu=None, gpu_turn=None):
         started = time.monotonic()
         try:
-            return self._grade(submission, gpu, gpu_lock, started)
+            return self._grade(submission, gpu, gpu_turn, started)
         except Exception as error:  # one submission must never stop the batch: it gets a row and a reason
             return not_graded(submission.student, self.assignment, self.template,
                               f"the grader failed on this notebook ({type(error).__name__}: {error}); "
                               "a person must look at it", time.monotonic() - started, list(submission.notes))
 
-    def _grade(self, submission, gpu, gpu_lock, started):
+    def _grade(self, submission, gpu, gpu_turn, started):
         if submission.notebook is None:
             return not_graded(submission.student, self.assignment, self.template, "; ".join(submission.notes))
         try:
@@ -93,7 +90,8 @@ class SandboxRunner:
             shutil.copytree(submission.folder, target, ignore=shutil.ignore_patterns("*.ipynb"))
             nbformat.write(restore_missing(student_nb, self.release), target / f"{self.assignment}.ipynb")
             status_file = Path(scratch_dir) / "status.json"
-            log = self._autograde(scratch, submission.student, status_file, gpu, gpu_lock)
+            api = self._nbgrader(scratch, status_file, gpu, gpu_turn)
+            log = _logged(api.autograde(self.assignment, submission.student, force=True, create=True))
             status = _json(status_file)
             grade = record(scratch, self.assignment, submission.student, status,
                            time.monotonic() - started, flags)
@@ -101,35 +99,40 @@ class SandboxRunner:
                 return not_graded(submission.student, self.assignment, self.template,
                                   f"nbgrader could not grade it: {_last_error(log)}",
                                   time.monotonic() - started, flags)
-            self._keep(scratch.root / "autograded" / submission.student / self.assignment, submission.student)
+            # The student's feedback is made here, in parallel, rather than for the class at the end.
+            api.generate_feedback(self.assignment, submission.student, force=True)
+            for stage in ("autograded", "feedback"):
+                self._keep(scratch, stage, submission.student)
             return grade
 
-    def _keep(self, autograded, student):
-        """Copy the autograded notebook into the course, where nbgrader's feedback looks for it."""
-        target = self.course.root / "autograded" / student / self.assignment
+    def _keep(self, scratch, stage, student):
+        """Copy the autograded notebook, or the feedback, into the course, where nbgrader keeps them."""
+        source = scratch.root / stage / student / self.assignment
+        target = self.course.root / stage / student / self.assignment
         shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(autograded, target)
+        if source.is_dir():
+            shutil.copytree(source, target)
 
-    def _autograde(self, scratch, student, status_file, gpu, gpu_lock):
+    def _nbgrader(self, scratch, status_file, gpu, gpu_turn):
+        """nbgrader's API on the scratch course, in this process (a worker grades many submissions
+        and imports nbgrader once), with the sandbox's settings for this run."""
+        from nbgrader.apps import NbGraderAPI
+        from nbgrader.coursedir import CourseDirectory
+        from traitlets.config.loader import PyFileConfigLoader
+
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(scratch.root)).load_config()
+        config.CourseDirectory.root = str(scratch.root)
         settings = self.settings
-        command = [sys.executable, "-m", "nbgrader", "autograde", self.assignment, "--student", student,
-                   "--force", f"--SandboxedExecute.deadline={settings.deadline}",
-                   f"--SandboxedExecute.memory_mb={settings.memory_mb}",
-                   f"--SandboxedExecute.processes={settings.processes}",
-                   f"--SandboxedExecute.threads={settings.threads}",
-                   f"--SandboxedExecute.status_file={status_file}",
-                   f"--SandboxedExecute.require_sandbox={settings.sandbox}",
-                   f"--SandboxedExecute.gpu={'' if gpu is None else gpu}",
-                   f"--SandboxedExecute.gpu_lock={gpu_lock or ''}"]
-        process = subprocess.Popen(command, cwd=scratch.root, text=True, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            log, _ = process.communicate(timeout=settings.deadline + 120)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            log, _ = process.communicate()
-            log += f"\nERROR: the grader itself ran past {settings.deadline + 120} s and was killed"
-        return log
+        config.SandboxedExecute.update(
+            deadline=settings.deadline, memory_mb=settings.memory_mb, processes=settings.processes,
+            threads=settings.threads, status_file=str(status_file), require_sandbox=settings.sandbox,
+            gpu="" if gpu is None else str(gpu), gpu_turn=str(gpu_turn or ""))
+        return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+def _logged(result):
+    """What an nbgrader API call logged, and its traceback if it failed: to explain a failure."""
+    return result.get("log", "") + result.get("error", "")
 
 
 def restore_missing(submitted, release):

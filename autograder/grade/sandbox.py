@@ -33,6 +33,7 @@ LIMIT_REASONS = {
     MEMORY_LIMIT: "the host memory limit was exceeded: the sandbox was killed",
 }
 WORK = "/submission"  # where the writable work folder appears inside; not /work, which may hold the course
+GPU_TURN = ".gpu-turn"  # the GPU's turn socket (turns.py), shared with the grader, not copied
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys"]
 DEVICES = ["null", "zero", "full", "random", "urandom"]
 GPU_DEVICE_PREFIXES = ("nvidia",)
@@ -170,12 +171,12 @@ def _build_root(root, workdir, readable):
     (root / "dev" / "shm").mkdir()
     _mount("-t", "tmpfs", "-o", "mode=1777,size=1g", "sandbox-shm", str(root / "dev" / "shm"))
     # The work folder is a size-capped tmpfs holding a copy of the submission (like /tmp): a notebook
-    # cannot fill the host's disk. The GPU lock stays the host's file, so that it is shared.
+    # cannot fill the host's disk. The GPU's turn socket stays the host's, so that it reaches the grader.
     work = root / WORK.lstrip("/")
     work.mkdir()
     _mount("-t", "tmpfs", "-o", "mode=755,size=1g", "sandbox-work", str(work))
     for entry in workdir.iterdir():
-        if entry.name == ".gpu.lock":
+        if entry.name == GPU_TURN:
             _bind(entry, work / entry.name, writable=True)
         elif entry.is_dir() and not entry.is_symlink():
             shutil.copytree(entry, work / entry.name, symlinks=True)
