@@ -13,6 +13,7 @@ Run as `python -m autograder.grade.sandbox --init ...` it is that init (PID 1 of
 """
 import argparse
 import contextlib
+import functools
 import os
 import resource
 import shutil
@@ -122,6 +123,20 @@ def _v2_controllers():
     return []
 
 
+def die_with_parent(argv):
+    """`argv`, killed (SIGKILL) when the process that starts it dies: a grader that is killed
+    leaves no notebook running. The sandbox's init dies with `unshare` (--kill-child), and with the
+    init the whole PID namespace."""
+    if _setpriv_has_pdeathsig():
+        return ["setpriv", "--pdeathsig", "KILL", "--", *argv]
+    return argv  # an old util-linux: the grader's deadline still stops the notebook
+
+
+@functools.cache
+def _setpriv_has_pdeathsig():
+    return "--pdeathsig" in subprocess.run(["setpriv", "--help"], capture_output=True, text=True).stdout
+
+
 def sandboxed(command, workdir, limits):
     """The argv that runs `command` in the sandbox, with `workdir` as its writable WORK folder."""
     init = [sys.executable, "-m", "autograder.grade.sandbox", "--init", "--workdir", str(workdir),
@@ -130,8 +145,8 @@ def sandboxed(command, workdir, limits):
     init += ["--gpu"] if limits.gpu else []
     for root in _readable_roots():
         init += ["--readable", root]
-    return ["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
-            "--kill-child", *init, "--", *command]
+    return die_with_parent(["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
+                            "--kill-child", *init, "--", *command])
 
 
 # ------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from autograder.course import Course
 from autograder.grade.collect import Submission
 from autograder.grade.record import StudentGrade, not_graded
 from autograder.grade.run import SandboxRunner, Settings
+from autograder.grade.sandbox import die_with_parent
 
 SLACK = 120  # seconds a worker may take beyond the notebook's deadline (scratch course, nbgrader)
 
@@ -45,9 +46,9 @@ class Worker:
     def start(self):
         """Start the process: it imports nbgrader while the batch is still making the template."""
         # -P: the grader's working folder (perhaps the course) is not put on the import path.
-        self.process = subprocess.Popen([sys.executable, "-P", "-m", "autograder.grade.worker", self.spec],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            die_with_parent([sys.executable, "-P", "-m", "autograder.grade.worker", self.spec]),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
 
     def stop(self):
         if self.process is not None:
