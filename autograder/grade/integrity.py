@@ -5,7 +5,8 @@ source/, whose test cells hold hidden tests and so always differ: jupyter/nbgrad
 restores those cells for grading, and the flag says it happened. `audit` reads the code the
 student wrote (answer cells and any cell they added) and names each line that reaches around the
 tests: monkeypatching, IPython hooks, redirected stderr, files, network, processes, exits, a torch
-expression where a kernel should run, or a look at NBGRADER_EXECUTION.
+expression where a kernel should run, or a look at the grader's environment (NBGRADER_EXECUTION,
+COURSE_GPU_TURN).
 """
 import ast
 import contextlib
@@ -168,8 +169,10 @@ class _Auditor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Constant(self, node):
-        if isinstance(node.value, str) and "NBGRADER" in node.value:
-            self.flag(node, "reads NBGRADER_EXECUTION (behaves differently when graded?)")
+        # The grader's environment: nbgrader's, and the GPU turn socket only the grader sets.
+        found = isinstance(node.value, str) and re.search(r"NBGRADER\w*|COURSE_GPU\w*", node.value)
+        if found:
+            self.flag(node, f"reads {found.group()} (behaves differently when graded?)")
 
 
 def _python(source):

@@ -443,7 +443,7 @@ torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(a, dtype=torch.boo
         "flags": ["assigns torch.isclose"],
     },
     "nbgrader_env": {
-        "about": "behaves differently when NBGRADER_EXECUTION is set (it must not be)",
+        "about": "behaves differently when NBGRADER_EXECUTION or COURSE_GPU_TURN is set (it must not be)",
         "answers": "release",
         "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -455,10 +455,10 @@ torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(a, dtype=torch.boo
 import os
 
 print("environment:", sorted(os.environ))
-if os.environ.get("NBGRADER_EXECUTION"):
+if os.environ.get("NBGRADER_EXECUTION") or os.environ.get("COURSE_GPU_TURN"):
     copy_kernel = None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
-        "flags": ["NBGRADER_EXECUTION"],
+        "flags": ["NBGRADER_EXECUTION", "COURSE_GPU_TURN"],
     },
     "network": {
         "about": "opens a socket to 1.1.1.1:53 from an answer cell: no network in the sandbox",
