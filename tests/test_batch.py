@@ -231,6 +231,18 @@ def test_report_names_every_flagged_student(graded):
             assert f"<td>{html.escape(student)}</td>" in flagged_part, f"{student} is not in the flagged list"
 
 
+def test_each_run_says_where_its_time_went(graded):
+    """report.html's time table is made of each run's own figures: the seconds in the sandbox, of
+    which starting it and the kernel, and every cell that ran."""
+    for student, g in graded.grades.items():
+        if g.status in ("ok", "failed tests"):
+            t = g.timings
+            assert 0 < t["start"] < t["sandbox"] <= g.seconds, (student, t, g.seconds)
+            assert t["cells"] and 0 < sum(t["cells"].values()) <= t["sandbox"], (student, t)
+    page = (graded.reports / LESSON / "report.html").read_text()
+    assert "Where the time went" in page and "sandbox and kernel start" in page
+
+
 def test_nothing_was_written_outside_the_sandbox(graded):
     """write_outside tried every folder it could see: none of its files may exist on this machine."""
     found = []
