@@ -1,9 +1,11 @@
 """Exclusive GPU turns (autograder/grade/turns.py), with real sandboxes, sockets and signals: while
 one notebook takes a graded measurement, every other notebook on that GPU is paused; a notebook
 cannot keep the GPU, nor take turn after turn. The turns themselves need no GPU."""
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -50,7 +52,8 @@ def _grade_with_turns(tmp_path, cells, hold=30.0, budget=60.0):
             nb, _ = step.preprocess(nb, {"metadata": {"path": str(folder)}})
     finally:
         for pid in descendants([neighbour.pid], process_tree()):
-            subprocess.run(["kill", "-9", str(pid)])
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         neighbour.wait()
     ticks = [float(line) for line in log.read_text().split()]
     return nb, json.loads(status.read_text()), ticks

@@ -76,20 +76,19 @@ def run_batch(course, assignment, submissions, reports, settings, workers, gpus)
     # The turn sockets live apart from the template, which each submission's scratch course copies.
     with tempfile.TemporaryDirectory(prefix="autograder-template-") as folder, \
             tempfile.TemporaryDirectory(prefix="autograder-turns-") as sockets:
-        # One worker process per slot, spread over the GPUs, started while the template is made.
-        template = Course(Path(folder))
-        graders = [Worker(course, assignment, template, settings, gpus[i % len(gpus)] if gpus else None)
-                   for i in range(workers)]
-
-        def members(gpu):
+        def members(gpu):  # the worker processes on `gpu`: each sandbox there is a child of one
             return [w.process.pid for w in graders if w.gpu == gpu and w.process is not None]
 
         # Graded timing takes exclusive turns on each GPU (turns.py), pausing the other sandboxes there.
+        turns = GpuTurns(sockets, gpus, members)
+        # One worker process per slot, spread over the GPUs, started while the template is made.
+        template = Course(Path(folder))
+        graders = [Worker(course, assignment, template, settings, gpu, None if gpu is None else turns.path(gpu))
+                   for gpu in (gpus[i % len(gpus)] if gpus else None for i in range(workers))]
         try:
-            with GpuTurns(sockets, gpus, members) as turns:
+            with turns:
                 idle = queue.Queue()
                 for worker in graders:
-                    worker.gpu_turn = turns.path(worker.gpu) if worker.gpu is not None else None
                     worker.start()
                     idle.put(worker)
                 make_template(course, assignment, folder)

@@ -24,6 +24,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Integer, Unicode
 
 from autograder.grade import sandbox
+from autograder.grade.integrity import grade_id
 
 STOPPED = "GradingStopped"
 # nbgrader fails a test cell only when it shows an error output; the kernel's reply says "error"
@@ -167,12 +168,13 @@ class SandboxedExecute(NbGraderPreprocessor):
 
 
 def _cell_label(nb, index):
-    return nb.cells[index].metadata.get("nbgrader", {}).get("grade_id") or f"cell {index + 1}"
+    """The cell's grade_id, or else its position: a key for its timing."""
+    return grade_id(nb.cells[index]) or f"cell {index + 1}"
 
 
 def _cell_name(nb, index):
-    label = _cell_label(nb, index)
-    return label if label.startswith("cell ") else f"cell {label!r}"
+    """The cell as a reason names it."""
+    return f"cell {grade_id(nb.cells[index])!r}" if grade_id(nb.cells[index]) else f"cell {index + 1}"
 
 
 def _error(message, ename=STOPPED):

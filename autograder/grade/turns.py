@@ -27,20 +27,24 @@ from pathlib import Path
 STOPPED_STATES = {"T", "t", "Z", "X"}  # stopped, traced, or gone: runs nothing on the GPU
 
 
+def _stat(pid):
+    """The fields of /proc/<pid>/stat after the command name: state, parent pid, ..."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def process_tree():
     """{pid: parent pid} of every process on the machine, from /proc."""
     parents = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             with contextlib.suppress(OSError, ValueError, IndexError):
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+                parents[int(entry)] = int(_stat(entry)[1])
     return parents
 
 
 def _state(pid):
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return _stat(pid)[0]
     except (OSError, IndexError):
         return "X"
 
