@@ -90,7 +90,7 @@ def test_a_turn_held_too_long_is_taken_back_and_a_spent_share_refused(tmp_path):
     assert [t for t in ticks if began + 1.5 < t < ended], "the neighbour stayed paused after the turn was taken back"
 
 
-def test_the_batch_grades_on_a_gpu_slot_through_its_turns(course, tmp_path):
+def test_the_batch_grades_on_a_gpu_slot_through_its_turns(course, tmp_path, capsys):
     """The whole pipeline with a GPU slot: the sockets reach the sandboxes and the graded timing of a
     correct notebook gets its exclusive turn (without a GPU the notebook falls back to the
     interpreter, where the check is advisory but the turn is still taken: a refused or failed turn
@@ -101,3 +101,6 @@ def test_the_batch_grades_on_a_gpu_slot_through_its_turns(course, tmp_path):
                   samples=samples, gpus=[0])
     scores = {g.student: (g.score, g.max_score) for g in grades}
     assert scores["ada"][0] == scores["ada"][1] and scores["bo"][0] == 0, scores
+    # ada's performance test took the one exclusive turn (bo's add raises before it measures).
+    out = capsys.readouterr().out
+    assert "GPU 0 measurement turns: 1 exclusive (others paused)" in out, out

@@ -107,6 +107,8 @@ def run_batch(course, assignment, submissions, reports, settings, workers, gpus)
                         with lock:
                             merging.save(grade, reports, assignment)
                             progress.step(grade)
+                for line in turns.summary():
+                    print(line)
         finally:
             for worker in graders:
                 worker.stop()
