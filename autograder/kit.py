@@ -24,6 +24,11 @@ def _pick_mode():
 MODE = _pick_mode()
 ON_GPU = MODE == "cuda"
 DEVICE = torch.device("cuda" if ON_GPU else "cpu")
+if ON_GPU and os.environ.get("COURSE_GPU_MEMORY_GB"):
+    # Under the course's grader many notebooks share a GPU: each may allocate its share and no more,
+    # so that none runs out of memory because of another.
+    torch.cuda.set_per_process_memory_fraction(min(1.0, float(os.environ["COURSE_GPU_MEMORY_GB"]) * 2**30
+                                                   / torch.cuda.get_device_properties(0).total_memory))
 try:
     import triton
     import triton.language as tl

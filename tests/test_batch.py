@@ -254,3 +254,13 @@ def test_nothing_was_written_outside_the_sandbox(graded):
     for folder in [Path("/"), Path("/tmp"), Path("/work"), Path.home(), *Path("/tmp").glob("*/")]:
         found += [str(p) for p in folder.glob(WRITE_MARKER + "*")]
     assert not found, f"a submission wrote outside its sandbox: {found}"
+
+
+def test_default_workers_fill_the_cores_and_fit_in_gpu_memory():
+    from autograder.grade.batch import default_workers
+    assert default_workers([], cores=2) == 2  # the interpreter: one notebook per core
+    assert default_workers([0], cores=16, memory_gib=[139.8]) == 16  # an H200 box: the cores decide
+    # A 16 GB card holds three notebooks of 4 GiB (and their CUDA contexts), whatever the cores.
+    assert default_workers([0], 4.0, cores=16, memory_gib=[15.6]) == 3
+    assert default_workers([0, 1], 4.0, cores=16, memory_gib=[15.6, 80]) == 6  # workers go round the GPUs
+    assert default_workers([0], 20.0, cores=16, memory_gib=[15.6]) == 1  # too small for one: one, not none

@@ -1,4 +1,8 @@
 """The kit's checks on real kernels under Triton's interpreter: each mistake gets its message."""
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 import triton
@@ -151,3 +155,14 @@ def test_a_stub_kernel_is_reported_as_a_stub():
 
 def test_fresh_inputs_differ_every_call():
     assert not torch.equal(rand(64), rand(64))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the cap is on GPU memory")
+def test_under_the_grader_a_notebook_allocates_its_share_of_gpu_memory_and_no_more():
+    probe = ("import torch\nfrom autograder import kit\n"
+             "small = torch.empty(2**28, device='cuda')  # 1 GiB: within the share\n"
+             "try:\n    torch.empty(2**29, device='cuda')  # 2 GiB more: past it\nexcept torch.OutOfMemoryError:\n"
+             "    print('refused')\n")
+    env = {**os.environ, "COURSE_GPU_MEMORY_GB": "2"}
+    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip().endswith("refused"), result.stdout + result.stderr  # after the kit's mode line

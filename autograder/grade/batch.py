@@ -32,10 +32,32 @@ def visible_gpus():
         return []
 
 
-def default_workers(gpus):
-    """One notebook per core. GPUs are shared: correctness tests are light, and graded timing takes
-    exclusive turns on each GPU (turns.py), so more workers than GPUs cost no fairness."""
-    return max(1, os.cpu_count() or 1)
+def gpu_memory_gib(gpus):
+    """Each listed GPU's memory in GiB, or None where CUDA cannot say."""
+    try:
+        import torch
+        return [torch.cuda.get_device_properties(gpu).total_memory / 2**30 for gpu in gpus]
+    except (ImportError, AssertionError, RuntimeError):
+        return None
+
+
+# What a notebook holds on its GPU beyond torch's allocations: the CUDA context, Triton's and cuBLAS's
+# buffers (about 0.5 GiB measured on an H200; docs/benchmarks.md).
+GPU_CONTEXT_GB = 1.0
+
+
+def default_workers(gpus, gpu_memory_gb=Settings.gpu_memory_gb, cores=None, memory_gib=None):
+    """One notebook per core; never more notebooks on a GPU than its memory holds at their cap, so
+    none runs out of memory because of its neighbours (its grade would depend on the batch).
+    More workers than cores bought nothing on a 16-core H200 box: see docs/benchmarks.md."""
+    cores = cores or os.cpu_count() or 1
+    if not gpus:
+        return cores
+    memory_gib = memory_gib or gpu_memory_gib(gpus)
+    if not memory_gib:
+        return cores
+    per_gpu = min(int(gib // (gpu_memory_gb + GPU_CONTEXT_GB)) for gib in memory_gib)  # workers go round the GPUs
+    return max(len(gpus), min(cores, len(gpus) * per_gpu))
 
 
 def ensure_assignment(course, assignment):
@@ -123,7 +145,7 @@ def grade(course, assignment, submissions=None, lms_zip=None, reports=None, work
     if not (course.root / "source" / assignment).is_dir():
         raise CourseError(f"source/{assignment} does not exist: run `autograder build` first")
     gpus = visible_gpus() if gpus is None else gpus
-    workers = workers or default_workers(gpus)
+    workers = workers or default_workers(gpus, settings.gpu_memory_gb)
     found = collect(course, assignment, submissions, lms_zip)
     if shard is not None:
         index, count = shard

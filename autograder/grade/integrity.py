@@ -42,6 +42,7 @@ MODULE_CALLS = {
     "http": {"*": "uses the network"}, "ctypes": {"*": "calls C directly (ctypes)"},
     "contextlib": {"redirect_stderr": "redirects stderr", "redirect_stdout": "redirects stdout"},
     "multiprocessing": {"*": "starts processes"}, "threading": {"*": "starts threads"},
+    "torch": {"set_per_process_memory_fraction": "changes its share of GPU memory"},
 }
 SUSPECT_IMPORTS = {"subprocess", "socket", "urllib", "requests", "http", "ctypes", "shutil", "multiprocessing",
                    "pickle", "importlib", "inspect", "gc", "nbgrader", "IPython", "linecache", "traceback"}

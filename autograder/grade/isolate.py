@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Float, Integer, Unicode
 
 from autograder.grade import sandbox
 from autograder.grade.integrity import grade_id
@@ -41,6 +41,7 @@ class SandboxedExecute(NbGraderPreprocessor):
     threads = Integer(0, help="CPU threads for torch and NumPy in the notebook (0: their default)").tag(config=True)
     output_limit = Integer(1 << 20, help="Bytes of output kept per cell").tag(config=True)
     gpu = Unicode("", help="CUDA_VISIBLE_DEVICES for the notebook ('' when grading on the CPU)").tag(config=True)
+    gpu_memory_gb = Float(0, help="GiB of GPU memory torch may allocate in the notebook (0: no cap)").tag(config=True)
     gpu_turn = Unicode("", help="The GPU's turn socket (turns.py): graded timing gets the GPU to itself").tag(config=True)
     status_file = Unicode("", help="Where to write how the run ended (JSON)").tag(config=True)
     require_sandbox = Bool(True, help="Refuse to run untrusted code when namespaces are unavailable").tag(config=True)
@@ -96,6 +97,8 @@ class SandboxedExecute(NbGraderPreprocessor):
             env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.threads)
         if self.gpu_turn:
             env["COURSE_GPU_TURN"] = f"{sandbox.WORK}/{sandbox.GPU_TURN}"
+        if self.gpu and self.gpu_memory_gb:  # the kit caps torch's allocations at this
+            env["COURSE_GPU_MEMORY_GB"] = str(self.gpu_memory_gb)
         limits = sandbox.Limits(memory_mb=self.memory_mb, processes=self.processes, gpu=bool(self.gpu))
         with sandbox.cgroups(limits) as joining:
             process = subprocess.Popen(joining(self._command(workdir, notebook, write_end, limits)),

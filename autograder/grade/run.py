@@ -40,6 +40,8 @@ class Settings:
     processes: int = 256
     sandbox: bool = True
     threads: int = 0  # CPU threads per notebook (torch, NumPy); 0: the cores shared among the workers
+    # GPU memory torch may allocate in one notebook: 02, the largest, peaks near 3.1 GiB (docs/benchmarks.md).
+    gpu_memory_gb: float = 4.0
 
 
 def make_template(course, assignment, into):
@@ -125,7 +127,8 @@ class SandboxRunner:
         settings = self.settings
         config.SandboxedExecute.update(
             deadline=settings.deadline, memory_mb=settings.memory_mb, processes=settings.processes,
-            threads=settings.threads, status_file=str(status_file), require_sandbox=settings.sandbox,
+            threads=settings.threads, gpu_memory_gb=settings.gpu_memory_gb, status_file=str(status_file),
+            require_sandbox=settings.sandbox,
             gpu="" if gpu is None else str(gpu), gpu_turn=str(gpu_turn or ""))
         return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
 

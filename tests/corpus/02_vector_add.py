@@ -233,6 +233,23 @@ for _ in range(100000):
         "reason": "too many processes",
         "flags": ["forks processes"],
     },
+    "gpu_memory_share": {
+        "about": "a wrong copy_kernel; lifts the GPU memory cap the grader gives each notebook (on a GPU it "
+                 "could then starve the notebooks beside it)",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+if torch.cuda.is_available():
+    torch.cuda.set_per_process_memory_fraction(1.0)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["changes its share of GPU memory"],
+    },
     "hidden_tests_via_history": {
         "about": "prints IPython's input history (In), which holds the hidden tests that already ran, "
                  "into its own output: the feedback must not show them",
