@@ -488,11 +488,12 @@ print("add passed the hidden tests.")
 # memory-bound kernel that reaches it cannot get faster; only moving fewer bytes can help.
 #
 # `bench_ms` times a function: on a GPU it runs it many times, timing with CUDA events, and returns
-# the median in milliseconds. We measure `add` and `torch.add` (`x + y`) on sizes from 2^12 to
-# 2^28 elements on a GPU (2^10 to 2^16 under the interpreter).
+# the median in milliseconds. We measure `add` and `torch.add` (`x + y`) on every other power of
+# two from 2^12 to 2^26 elements on a GPU (2^10 to 2^16 under the interpreter). 2^26 fp32 elements
+# are 256 MiB per vector: enough to reach the memory's speed, and little enough for any GPU.
 
 # %%
-sizes = sized([2**k for k in range(12, 29)], [2**k for k in range(10, 17)])
+sizes = sized([2**k for k in range(12, 27, 2)], [2**k for k in range(10, 17, 2)])
 roof = copy_bandwidth()
 x, y = rand(1000), rand(1000)
 with guarded_allocations():  # first make sure that add is right: a stub or a bug stops here
@@ -517,11 +518,11 @@ plot_bandwidth(sizes, results, "Vector add, fp32", roof=roof)
 # - **Small sizes are launch-bound.** Starting a kernel costs a few microseconds whatever it does.
 #   On an H200, `add` takes about 4 to 5 µs for every size from 2^12 to 2^18 elements: 64 times
 #   more data in the same time. At 2^12 that is only about 11 to 13 GB/s (torch: about 10), so the
-#   left of the plot hugs zero; the printed table shows the bandwidth doubling with every doubling
-#   of the size, because the time stays flat while the bytes double.
+#   left of the plot hugs zero; the printed table shows the bandwidth growing about fourfold from
+#   one line to the next, because the time stays flat while the bytes quadruple.
 # - **Large sizes are bandwidth-bound.** From about 2^22 elements on, the launch cost is small next
-#   to the time spent moving data, and both lines flatten near the roof: at 2^28 elements, `add`
-#   and torch both reach about 4370 GB/s on an H200, where a plain copy measures 4100 to 4200 GB/s.
+#   to the time spent moving data, and both lines flatten near the roof: at 2^26 elements, `add`
+#   and torch both reach about 4240 GB/s on an H200, where a plain copy measures 4100 to 4200 GB/s.
 #   (Reaching, or even slightly passing, the copy line is not a miracle: the copy is measured once at
 #   2^26 elements, and a kernel that reads twice as much as it writes uses the memory bus a little
 #   more efficiently than one that reads and writes equally.)
@@ -535,7 +536,7 @@ plot_bandwidth(sizes, results, "Vector add, fp32", roof=roof)
 
 # %%
 n = sized(2**24, 2**14)
-blocks = sized([2**k for k in range(4, 17)], [64, 256, 1024, 4096, 16384])
+blocks = sized([2**k for k in range(4, 17, 2)], [64, 256, 1024, 4096, 16384])
 x, y = rand(n), rand(n)
 out = guarded_empty(n)
 speeds = []
@@ -553,15 +554,15 @@ plot_bandwidth(blocks, {"add_kernel": speeds}, f"add_kernel on {n} fp32 elements
                xlabel="BLOCK_SIZE")
 
 # %% [markdown]
-# On an H200 this curve doubles with every doubling of the block up to 256 (about 317 GB/s at 16,
-# 1230 at 64, 3750 at 256), stays flat near 3800 GB/s from 256 to 16384, and collapses beyond, to
+# On an H200 this curve grows about fourfold with every fourfold block up to 256 (about 317 GB/s at
+# 16, 1240 at 64, 3750 at 256), stays flat near 3800 GB/s from 256 to 16384, and collapses beyond, to
 # about 550 GB/s at 65536, where the block no longer fits in registers. A T4 or another GPU gives
 # other numbers but the same shape. Under the interpreter the curve means nothing about GPUs: it
 # only shows that Python pays a price for every program it runs.
 #
 # ## Exercise 4: `add` at the speed of memory (2 points)
 #
-# No new code: this test measures your `add` on 2^24 fp32 elements on a GPU and expects at least
+# No new code: this test measures your `add` on 2^26 fp32 elements on a GPU and expects at least
 # **70% of this device's copy bandwidth**. It first checks that `add` launches a kernel and gives
 # the right answer (a fast wrong answer earns nothing). With `BLOCK_SIZE = 1024` a correct kernel
 # passes easily; a very small block, or a wrapper that does extra work (an extra copy, a second
@@ -569,7 +570,7 @@ plot_bandwidth(blocks, {"add_kernel": speeds}, f"add_kernel on {n} fp32 elements
 # advisory: it prints the numbers and passes.
 
 # %% nbgrader={"grade": true, "grade_id": "test_add_performance", "locked": true, "points": 2}
-n = sized(2**24, 2**12)
+n = sized(2**26, 2**12)
 x, y = rand(n), rand(n)
 with count_launches() as launches:
     out = call_answer(add, x, y)
