@@ -41,8 +41,8 @@ def gpu_memory_gib(gpus):
         return None
 
 
-# What a notebook holds on its GPU beyond torch's allocations: the CUDA context, Triton's and cuBLAS's
-# buffers (about 0.5 GiB measured on an H200; docs/benchmarks.md).
+# What a notebook holds on its GPU outside torch's allocator (the CUDA context, Triton's and cuBLAS's
+# buffers), with a margin.
 GPU_CONTEXT_GB = 1.0
 
 

@@ -40,7 +40,8 @@ class Settings:
     processes: int = 256
     sandbox: bool = True
     threads: int = 0  # CPU threads per notebook (torch, NumPy); 0: the cores shared among the workers
-    # GPU memory torch may allocate in one notebook: 02, the largest, peaks near 3.1 GiB (docs/benchmarks.md).
+    # GPU memory torch may allocate in one notebook: 02, the largest, peaks at 3.6 GiB with its CUDA context
+    # (docs/benchmarks.md).
     gpu_memory_gb: float = 4.0
 
 
