@@ -91,8 +91,8 @@ def parser():
     source.add_argument("--submissions", type=Path,
                         help="folder of <student>/<assignment>/*.ipynb (default: the course's submitted/)")
     source.add_argument("--zip", type=Path, help="an LMS download: <student>/<file>.ipynb or <student>_<file>.ipynb")
-    grade.add_argument("--workers", type=int, help="notebooks graded at once (default: one per core; on GPUs "
-                       "a few more, as many as the GPUs' memory holds)")
+    grade.add_argument("--workers", type=int, help="notebooks graded at once (default: one per core, and no more "
+                       "than the GPUs hold at --gpu-memory-gb each)")
     grade.add_argument("--gpus", type=_gpu_list, help="GPUs to use, e.g. 0,1 (default: all; '' for none)")
     grade.add_argument("--force", action="store_true", help="grade again the submissions already graded")
     grade.add_argument("--shard", type=_shard, help="grade only share I of N (SLURM arrays); then `merge`")
@@ -101,7 +101,7 @@ def parser():
                        help="seconds one notebook may run in all before it is killed (default 900)")
     grade.add_argument("--memory-mb", type=int, default=8192, help="host memory per notebook (default 8192)")
     grade.add_argument("--gpu-memory-gb", type=float, default=4.0,
-                       help="GPU memory torch may allocate per notebook (default 4; fewer workers fit a small GPU)")
+                       help="GPU memory torch may allocate in each notebook (default 4)")
     grade.add_argument("--no-sandbox", action="store_true",
                        help="run notebooks without isolation (only for trusted code, on machines without namespaces)")
     grade.set_defaults(run=_grade)

@@ -167,8 +167,9 @@ class GpuTurns:
             for stopped_pid in stopped:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(stopped_pid, signal.SIGCONT)
-            self.used[own] += time.monotonic() - started
-            self.served[gpu, kind].append(time.monotonic() - started)
+            took = time.monotonic() - started
+            self.used[own] += took
+            self.served[gpu, kind].append(took)
 
     def summary(self):
         """One line per GPU: how many turns it served, how long they took."""
