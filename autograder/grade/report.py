@@ -6,6 +6,7 @@ import io
 import re
 import shutil
 from collections import Counter
+from statistics import median_high
 
 COLUMNS = ["student", "score", "max_score", "status", "reason", "flags"]
 
@@ -67,8 +68,8 @@ def _common_reasons(grades):
 
 
 def _median(values):
-    values = sorted(values)
-    return values[len(values) // 2] if values else 0.0
+    values = list(values)
+    return median_high(values) if values else 0.0
 
 
 def time_split(grades):

@@ -22,6 +22,7 @@ import struct
 import threading
 import time
 from collections import defaultdict
+from statistics import median_high
 from pathlib import Path
 
 STOPPED_STATES = {"T", "t", "Z", "X"}  # stopped, traced, or gone: runs nothing on the GPU
@@ -177,9 +178,9 @@ class GpuTurns:
         for gpu in self.gpus:
             parts = []
             for kind, what in ((b"t", "exclusive (others paused)"), (b"s", "shared")):
-                seconds = sorted(self.served[gpu, kind])
+                seconds = self.served[gpu, kind]
                 if seconds:
                     parts.append(f"{len(seconds)} {what}, {sum(seconds):.1f} s in all, "
-                                 f"median {seconds[len(seconds) // 2] * 1e3:.0f} ms")
+                                 f"median {median_high(seconds) * 1e3:.0f} ms")
             lines.append(f"GPU {gpu} measurement turns: " + ("; ".join(parts) or "none"))
         return lines
