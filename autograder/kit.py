@@ -107,9 +107,10 @@ def _padded(shape, dtype, device):
 
 def rand(*shape, dtype=torch.float32, device=None):
     """Fresh random inputs, a new draw every call: an answer cannot be tuned to one input."""
-    generator = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
     buffer, values, _ = _padded(shape, dtype, device)
-    buffer.copy_(torch.randn(buffer.shape, generator=generator).to(dtype))
+    # Drawn where the tensor lives: a CPU draw of 2^26 numbers takes seconds, a GPU's milliseconds.
+    generator = torch.Generator(buffer.device).manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+    buffer.copy_(torch.randn(buffer.shape, generator=generator, device=buffer.device).to(dtype))
     return values
 
 
@@ -117,7 +118,7 @@ def guarded_empty(shape, dtype=torch.float32, device=None, fill=None):
     """An output tensor with guard bands on both sides and poison in it, to catch stray writes."""
     buffer, out, numel = _padded(shape, dtype, device)
     raw = buffer.view(torch.uint8)
-    raw.copy_(torch.randint(0, 256, raw.shape, dtype=torch.uint8))
+    raw.copy_(torch.randint(0, 256, raw.shape, dtype=torch.uint8, device=raw.device))
     if fill is not None:  # torch.zeros and friends: the answer may rely on the initial value
         out.fill_(fill)
     _GUARDED[out.data_ptr()] = (buffer, raw.clone(), numel)
@@ -155,7 +156,7 @@ def guarded_allocations():
 def _element_bits(tensor):
     # One integer per element, so that "unchanged" means bit-for-bit, NaNs included.
     as_int = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.element_size()]
-    return tensor.contiguous().view(as_int).flatten().cpu()
+    return tensor.contiguous().view(as_int).flatten()
 
 
 def _check_guards(out, name):
@@ -202,7 +203,10 @@ def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None, 
             _fail(f"{name}: an input was modified in place; write results only to the output.")
     written = _check_guards(out, name)
     n = out.numel()
-    got, want = out.detach().flatten().cpu().double(), expected.detach().flatten().cpu().double()
+    # Compared on the tensors' device (on the CPU, 2^26 elements take seconds), in fp32 for floats
+    # of 4 bytes or fewer (half precision would round the tolerance test itself), else in fp64.
+    compare_in = torch.float32 if out.dtype.is_floating_point and out.element_size() <= 4 else torch.float64
+    got, want = out.detach().flatten().to(compare_in), expected.detach().flatten().to(compare_in)
     tol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(out.dtype, 1e-5)
     ok = _isclose(got, want, rtol=tol if rtol is None else rtol, atol=tol if atol is None else atol,
                   equal_nan=True)
