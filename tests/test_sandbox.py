@@ -23,11 +23,13 @@ try:
     print("network: reachable")
 except OSError as error:
     print("network: blocked")
-try:
-    open("/etc/autograder-probe", "w")
-    print("system: writable")
-except OSError:
-    print("system: read-only")
+for name, path in [("system", "/etc/autograder-probe"), ("root", "/autograder-probe"), ("dev", "/dev/probe")]:
+    try:
+        open(path, "w")
+        print(name, "writable")
+    except OSError:
+        print(name, "read-only")
+print("host folders named:", sorted(k for k in os.environ if k in ("TRITON_CACHE_DIR", "TRITON_HOME")))
 open("/submission/written", "w").write("ok")
 print("work writable:", open("/submission/written").read() == "ok")
 print("processes:", len([p for p in os.listdir("/proc") if p.isdigit()]))
@@ -40,16 +42,21 @@ def _run(command, workdir, limits=sandbox.Limits(memory_mb=1024, processes=32)):
                               text=True, timeout=120)
 
 
-def test_sandbox_hides_the_course_and_the_network(tmp_path):
+def test_sandbox_hides_the_course_and_the_network(tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
+    # A runner's own Triton cache: inside, that folder does not exist and must not be shared.
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("TRITON_HOME", str(tmp_path))
     secret = ROOT / "source"
     result = _run([sys.executable, "-c", PROBE, str(secret)], work)
     assert result.returncode == 0, result.stderr
     assert "secret visible: False" in result.stdout
     assert "home visible: False" in result.stdout
     assert "network: blocked" in result.stdout
-    assert "system: read-only" in result.stdout
+    for name in ("system", "root", "dev"):
+        assert f"{name} read-only" in result.stdout, "only the work folder, /tmp and /dev/shm are writable"
+    assert "host folders named: []" in result.stdout, "Triton's cache must be the sandbox's own"
     assert "work writable: True" in result.stdout, "the notebook's folder must be writable inside"
     assert not (work / "written").exists(), "writes stay in the sandbox's own (size-limited) folder"
     assert int(result.stdout.split("processes:")[1]) <= 3, "only the sandbox's own processes are visible"
@@ -92,3 +99,4 @@ def test_a_plain_user_gets_the_same_sandbox():
     shutil.rmtree(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "secret visible: False" in result.stdout and "network: blocked" in result.stdout
+    assert "root read-only" in result.stdout and "dev read-only" in result.stdout

@@ -2,8 +2,9 @@
 
 `sandboxed(command, workdir, limits)` gives the argv that runs `command` so that it
 - has no network (a new network namespace with only a down loopback),
-- sees a new root: system folders and Python read-only, its work folder read-write, a fresh /tmp,
-  a /dev with only harmless devices and the GPUs; no course, no gradebook, no home, no other student,
+- sees a new, read-only root: system folders and Python, its work folder read-write, a fresh /tmp,
+  a /dev with only harmless devices and the GPUs; no course, no gradebook, no home, no other student
+  (and no variable naming one of the grader's folders, such as TRITON_CACHE_DIR),
 - sees only its own processes (a new PID namespace) and holds no capabilities,
 - is watched by the namespace's init, which kills everything in it when the process count or the
   resident memory passes its limit, and reports which limit by its exit code.
@@ -38,6 +39,9 @@ GPU_TURN = ".gpu-turn"  # the GPU's turn socket (turns.py), shared with the grad
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys"]
 DEVICES = ["null", "zero", "full", "random", "urandom"]
 GPU_DEVICE_PREFIXES = ("nvidia",)
+# Variables naming the grader's own folders (TRITON_CACHE_DIR and every other *_DIR too): inside,
+# those folders do not exist, and caches belong in the sandbox's /tmp, never shared between sandboxes.
+HOST_FOLDERS = {"TRITON_HOME", "CUDA_CACHE_PATH"}
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,7 @@ def _build_root(root, workdir, readable):
             _bind(f"/dev/{name}", root / "dev" / name, writable=True)
     (root / "dev" / "shm").mkdir()
     _mount("-t", "tmpfs", "-o", "mode=1777,size=1g", "sandbox-shm", str(root / "dev" / "shm"))
+    _mount("-o", "remount,bind,ro", str(root / "dev"))  # its devices stay writable, it takes no new files
     # The work folder is a size-capped tmpfs holding a copy of the submission (like /tmp): a notebook
     # cannot fill the host's disk. The GPU's turn socket stays the host's, so that it reaches the grader.
     work = root / WORK.lstrip("/")
@@ -197,9 +202,12 @@ def _build_root(root, workdir, readable):
             shutil.copytree(entry, work / entry.name, symlinks=True)
         else:
             shutil.copy2(entry, work / entry.name, follow_symlinks=False)
+    (root / "proc").mkdir()
+    # Nothing else is writable: files written at the root would escape the size limits of /tmp and
+    # the work folder (and, without cgroups, the memory limit: a tmpfs lives in memory). So is /dev.
+    _mount("-o", "remount,bind,ro", str(root))
     os.chroot(root)
     os.chdir(WORK)
-    (Path("/proc")).mkdir(exist_ok=True)
     _mount("-t", "proc", "proc", "/proc")
 
 
@@ -249,7 +257,9 @@ def init(args, command):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8",
            "MPLCONFIGDIR": "/tmp/matplotlib", "PYTHONDONTWRITEBYTECODE": "1"}
     env.update({k: v for k, v in os.environ.items()
-                if k in ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS") or k.startswith(("CUDA_", "TRITON_", "COURSE_", "NVIDIA_"))})
+                if k in ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+                or (k.startswith(("CUDA_", "TRITON_", "COURSE_", "NVIDIA_"))
+                    and k not in HOST_FOLDERS and not k.endswith("_DIR"))})
     payload = os.fork()
     if payload == 0:
         _limit_payload(args)
