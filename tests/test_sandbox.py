@@ -1,4 +1,5 @@
 """The sandbox on its own: what code inside can see, reach and use, as root and as a plain user."""
+import contextlib
 import os
 import shutil
 import subprocess
@@ -100,3 +101,35 @@ def test_a_plain_user_gets_the_same_sandbox():
     assert result.returncode == 0, result.stdout + result.stderr
     assert "secret visible: False" in result.stdout and "network: blocked" in result.stdout
     assert "root read-only" in result.stdout and "dev read-only" in result.stdout
+
+
+@pytest.mark.skipif(not sandbox.cgroup_bases(["memory"]), reason="this machine lets the grader make no cgroup")
+def test_a_sandbox_gets_its_own_cgroup_inside_the_graders(tmp_path):
+    """Limits set on the grader (a container's, a batch job's) still hold for its notebooks."""
+    result = _run([sys.executable, "-c", "print(open('/proc/self/cgroup').read())"], tmp_path)
+    inside = {controller: path.lstrip("/") for line in result.stdout.split()
+              for _, controllers, path in [line.split(":", 2)] for controller in controllers.split(",")}
+    hierarchy = "memory" if sandbox._CGROUP_V1 else ""
+    parent, _, name = inside[hierarchy].rpartition("/")
+    assert name.startswith("autograder-"), result.stdout
+    # v2 keeps its groups at the root (see cgroup_bases).
+    assert parent == (sandbox._own_cgroups()[hierarchy] if sandbox._CGROUP_V1 else ""), (parent, result.stdout)
+
+
+@pytest.mark.skipif(not sandbox.cgroup_bases(["pids"]), reason="this machine lets the grader make no cgroup")
+def test_groups_left_by_a_killed_grader_are_removed():
+    """SIGKILL skips a grader's clean-up; the next sandbox removes what it left."""
+    gone = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout.strip()
+    base = sandbox.cgroup_bases(["pids"])["pids"]
+    stale, alive = base / f"autograder-{gone}-deadbeef", base / f"autograder-{os.getpid()}-0000live"
+    stale.mkdir()
+    alive.mkdir()
+    try:
+        with sandbox.cgroups(sandbox.Limits(memory_mb=256, processes=8)):
+            pass
+        assert not stale.exists(), "the group of a grader that is gone was left behind"
+        assert alive.exists(), "the group of a running grader was removed"
+    finally:
+        for group in (stale, alive):
+            with contextlib.suppress(OSError):
+                group.rmdir()

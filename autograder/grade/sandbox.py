@@ -84,10 +84,9 @@ def cgroups(limits):
     wanted = {"pids": {"pids.max": limits.processes},
               "memory": {"memory.limit_in_bytes" if _CGROUP_V1 else "memory.max": limits.memory_mb << 20}}
     groups = []
-    for controller, settings in wanted.items():
-        base = Path("/sys/fs/cgroup") / (controller if _CGROUP_V1 else "")
-        if not os.access(base, os.W_OK) or (not _CGROUP_V1 and controller not in _v2_controllers()):
-            continue
+    for controller, base in cgroup_bases(wanted).items():
+        settings = wanted[controller]
+        _remove_stale_groups(base)
         group = base / f"autograder-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
             group.mkdir()
@@ -119,6 +118,56 @@ def cgroups(limits):
 
 
 _CGROUP_V1 = os.path.isdir("/sys/fs/cgroup/pids")
+
+
+def cgroup_bases(controllers):
+    """Where cgroups() makes each controller's group, for those this process may make groups in.
+
+    cgroup v1: inside this process's own group where it can, so that limits set on the grader (a
+    container's, a batch job's) still hold for its notebooks; else at the hierarchy's root.
+    cgroup v2 allows controllers only below groups holding no process of their own: the root."""
+    own = _own_cgroups()
+    bases = {}
+    for controller in controllers:
+        if _CGROUP_V1:
+            hierarchy = Path("/sys/fs/cgroup", controller)
+            candidates = [hierarchy / own.get(controller, ""), hierarchy]
+        else:
+            candidates = [Path("/sys/fs/cgroup")] if controller in _v2_controllers() else []
+        writable = [base for base in candidates if os.access(base, os.W_OK)]
+        if writable:
+            bases[controller] = writable[0]
+    return bases
+
+
+def _own_cgroups():
+    """This process's group in each hierarchy: {controller: path} for v1, {"": path} for v2."""
+    paths = {}
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            paths.update(dict.fromkeys(controllers.split(","), path.lstrip("/")))
+    return paths
+
+
+def _remove_stale_groups(base):
+    """Remove the groups of graders that were killed (SIGKILL skips cgroups()' clean-up). The kernel
+    removes only empty groups, so a group still in use stays."""
+    for group in base.glob("autograder-*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            maker = int(group.name.split("-")[1])
+            if not _alive(maker):
+                group.rmdir()
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def _v2_controllers():
@@ -231,15 +280,12 @@ def _usage(memory):
 
 def _forks_refused():
     """Whether this sandbox's pids cgroup (see cgroups()) has refused a fork: its limit was reached."""
-    try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            if "pids" in controllers.split(",") or not controllers:
-                events = Path("/sys/fs/cgroup", "pids" if controllers else "", path.lstrip("/"), "pids.events")
-                if events.is_file():
-                    return int(events.read_text().split()[1]) > 0  # "max <refused forks>"
-    except (OSError, ValueError, IndexError):
-        pass
+    own = _own_cgroups()
+    for hierarchy in [h for h in ("pids", "") if h in own]:  # v1, then v2
+        events = Path("/sys/fs/cgroup", hierarchy, own[hierarchy], "pids.events")
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if events.is_file():
+                return int(events.read_text().split()[1]) > 0  # "max <refused forks>"
     return False
 
 
