@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 from autograder.course import Course, CourseError
+from autograder.grade.settings import Settings
 
 
 def _build(args, course):
@@ -43,7 +44,7 @@ def _gpu_list(text):
 
 
 def _grade(args, course):
-    from autograder.grade.batch import Settings, grade, print_table
+    from autograder.grade.batch import grade, print_table
     settings = Settings(deadline=args.timeout, memory_mb=args.memory_mb, gpu_memory_gb=args.gpu_memory_gb,
                         sandbox=not args.no_sandbox)
     grades = grade(course, args.assignment, submissions=args.submissions, lms_zip=args.zip,
@@ -97,11 +98,12 @@ def parser():
     grade.add_argument("--force", action="store_true", help="grade again the submissions already graded")
     grade.add_argument("--shard", type=_shard, help="grade only share I of N (SLURM arrays); then `merge`")
     grade.add_argument("--reports", type=Path, help="where results and reports go (default: <course>/reports)")
-    grade.add_argument("--timeout", type=int, default=900,
-                       help="seconds one notebook may run in all before it is killed (default 900)")
-    grade.add_argument("--memory-mb", type=int, default=8192, help="host memory per notebook (default 8192)")
-    grade.add_argument("--gpu-memory-gb", type=float, default=4.0,
-                       help="GPU memory torch may allocate in each notebook (default 4)")
+    grade.add_argument("--timeout", type=int, default=Settings.deadline,
+                       help=f"seconds one notebook may run in all before it is killed (default {Settings.deadline})")
+    grade.add_argument("--memory-mb", type=int, default=Settings.memory_mb,
+                       help=f"host memory per notebook (default {Settings.memory_mb})")
+    grade.add_argument("--gpu-memory-gb", type=float, default=Settings.gpu_memory_gb,
+                       help=f"GPU memory torch may allocate in each notebook (default {Settings.gpu_memory_gb:g})")
     grade.add_argument("--no-sandbox", action="store_true",
                        help="run notebooks without isolation (only for trusted code, on machines without namespaces)")
     grade.set_defaults(run=_grade)

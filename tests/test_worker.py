@@ -12,7 +12,8 @@ import pytest
 from autograder.demo import class_course
 from autograder.grade import sandbox
 from autograder.grade.collect import collect
-from autograder.grade.run import Settings, make_template
+from autograder.grade.run import make_template
+from autograder.grade.settings import Settings
 from autograder.grade.worker import Worker
 from autograder.samples import load_samples
 

@@ -17,7 +17,8 @@ from autograder.course import Course, CourseError
 from autograder.grade import merge as merging
 from autograder.grade.collect import collect
 from autograder.grade.report import copy_feedback, print_table, write_csv, write_report
-from autograder.grade.run import Settings, make_template
+from autograder.grade.run import make_template
+from autograder.grade.settings import Settings
 from autograder.grade.turns import GpuTurns
 from autograder.grade.worker import Worker
 

@@ -12,7 +12,6 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -31,18 +30,6 @@ from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, Ignor
 c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 """
-
-
-@dataclass(frozen=True)
-class Settings:
-    deadline: int = 900  # seconds for a whole notebook
-    memory_mb: int = 8192
-    processes: int = 256
-    sandbox: bool = True
-    threads: int = 0  # CPU threads per notebook (torch, NumPy); 0: the cores shared among the workers
-    # GPU memory torch may allocate in one notebook: 02, the largest, peaks at 3.6 GiB with its CUDA context
-    # (docs/benchmarks.md).
-    gpu_memory_gb: float = 4.0
 
 
 def make_template(course, assignment, into):

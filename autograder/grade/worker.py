@@ -27,7 +27,8 @@ from sqlalchemy.exc import SAWarning
 from autograder.course import Course
 from autograder.grade.collect import Submission
 from autograder.grade.record import StudentGrade, not_graded
-from autograder.grade.run import SandboxRunner, Settings
+from autograder.grade.run import SandboxRunner
+from autograder.grade.settings import Settings
 from autograder.grade.sandbox import die_with_parent
 
 SLACK = 120  # seconds a worker may take beyond the notebook's deadline (scratch course, nbgrader)
