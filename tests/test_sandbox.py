@@ -107,8 +107,7 @@ def test_a_plain_user_gets_the_same_sandbox():
 def test_a_sandbox_gets_its_own_cgroup_inside_the_graders(tmp_path):
     """Limits set on the grader (a container's, a batch job's) still hold for its notebooks."""
     result = _run([sys.executable, "-c", "print(open('/proc/self/cgroup').read())"], tmp_path)
-    inside = {controller: path.lstrip("/") for line in result.stdout.split()
-              for _, controllers, path in [line.split(":", 2)] for controller in controllers.split(",")}
+    inside = sandbox.parse_cgroups(result.stdout)
     hierarchy = "memory" if sandbox._CGROUP_V1 else ""
     parent, _, name = inside[hierarchy].rpartition("/")
     assert name.startswith("autograder-"), result.stdout

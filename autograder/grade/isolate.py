@@ -177,7 +177,8 @@ def _cell_label(nb, index):
 
 def _cell_name(nb, index):
     """The cell as a reason names it."""
-    return f"cell {grade_id(nb.cells[index])!r}" if grade_id(nb.cells[index]) else f"cell {index + 1}"
+    name = grade_id(nb.cells[index])
+    return f"cell {name!r}" if name else f"cell {index + 1}"
 
 
 def _error(message, ename=STOPPED):

@@ -140,14 +140,19 @@ def cgroup_bases(controllers):
     return bases
 
 
-def _own_cgroups():
-    """This process's group in each hierarchy: {controller: path} for v1, {"": path} for v2."""
+def parse_cgroups(text):
+    """A /proc/<pid>/cgroup's groups: {controller: path} for v1, {"": path} for v2."""
     paths = {}
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            paths.update(dict.fromkeys(controllers.split(","), path.lstrip("/")))
+    for line in filter(None, text.splitlines()):
+        _, controllers, path = line.split(":", 2)
+        paths.update(dict.fromkeys(controllers.split(","), path.lstrip("/")))
     return paths
+
+
+def _own_cgroups():
+    with contextlib.suppress(OSError, ValueError):
+        return parse_cgroups(Path("/proc/self/cgroup").read_text())
+    return {}
 
 
 def _remove_stale_groups(base):
@@ -155,19 +160,8 @@ def _remove_stale_groups(base):
     removes only empty groups, so a group still in use stays."""
     for group in base.glob("autograder-*"):
         with contextlib.suppress(OSError, ValueError, IndexError):
-            maker = int(group.name.split("-")[1])
-            if not _alive(maker):
+            if not Path("/proc", str(int(group.name.split("-")[1]))).exists():  # its maker is gone
                 group.rmdir()
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 def _v2_controllers():
