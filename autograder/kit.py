@@ -336,6 +336,22 @@ def call_answer(fn, *args, name=None, **kwargs):
         raise
 
 
+def check_choice(answer, name, choices="abcd", expected=None, why=""):
+    """A multiple-choice answer: one of `choices`, in any case, spaces around it ignored. Without
+    `expected` it only checks that the answer is a valid choice (a visible test); with it, that it
+    is the right one, and `why` says why when it is not. Only a real str counts, so that an object
+    with its own __eq__, __str__ or lower cannot pass for a letter."""
+    __tracebackhide__ = True
+    valid = ", ".join(f'"{c}"' for c in choices)
+    if answer is None:
+        _fail(f'{name} is not set: in the cell above, write {name} = "{choices[0]}" (one of {valid}) and run it.')
+    if type(answer) is not str or answer.strip().lower() not in choices:
+        _fail(f"{name} is {answer!r} ({type(answer).__name__}): set it to one letter in quotes, one of "
+              f"{valid}; for example {name} = \"{choices[0]}\".")
+    if expected is not None and answer.strip().lower() != expected:
+        _fail(f"{name} = {answer!r} is not the right answer. {why}".strip())
+
+
 # ---------------------------------------------------------------------------------------------
 # Measuring. On a GPU, times are medians of many runs timed with CUDA events (triton.testing);
 # under the interpreter they are a few wall-clock runs and say nothing about GPUs.
