@@ -345,9 +345,10 @@ def check_choice(answer, name, choices="abcd", expected=None, why=""):
     valid = ", ".join(f'"{c}"' for c in choices)
     if answer is None:
         _fail(f'{name} is not set: in the cell above, write {name} = "{choices[0]}" (one of {valid}) and run it.')
-    if type(answer) is not str or answer.strip().lower() not in choices:
-        _fail(f"{name} is {answer!r} ({type(answer).__name__}): set it to one letter in quotes, one of "
-              f"{valid}; for example {name} = \"{choices[0]}\".")
+    if type(answer) is not str or answer.strip().lower() not in tuple(choices):
+        shown = repr(answer[:20]) if type(answer) is str else f"of type {type(answer).__name__}, not a str"
+        _fail(f"{name} is {shown}: set it to one letter in quotes, one of {valid}; for example "
+              f"{name} = \"{choices[0]}\".")
     if expected is not None and answer.strip().lower() != expected:
         _fail(f"{name} = {answer!r} is not the right answer. {why}".strip())
 
