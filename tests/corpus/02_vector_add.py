@@ -1,6 +1,7 @@
 # The grader's adversarial corpus for 02_vector_add, in the format of autograder/samples.py, graded by
 # tests/test_batch.py with Settings(deadline=120, memory_mb=3072, processes=64). One key more:
 #   reason   (optional) text that the grade's reason must contain.
+#   on_gpu   (optional) keys that replace the entry's own when the corpus is graded on a GPU.
 # Each entry is one attack or fault, and its expectation is what a correct grader does with it: score
 # it fairly, or flag it for a person where it cannot (flags), and never crash. Expectations are not
 # bent to fit today's grader: an entry it gets wrong fails in tests/test_batch.py until it is fixed.
@@ -18,9 +19,10 @@
         "about": "add_kernel never ends (on the interpreter a Python loop; on a GPU a spinning kernel): "
                  "the deadline kills the notebook in the first cell that launches it",
         "answers": "solution",
+        # The loop stores: a loop without side effects is deleted by Triton's compiler on a GPU.
         "edits": {"add_kernel": [["    pid = tl.program_id(axis=0)\n",
                                   "    pid = tl.program_id(axis=0)\n    while pid >= 0:  # never ends\n"
-                                  "        pid = pid + 0\n"]]},
+                                  "        tl.store(out_ptr, 0.0)\n        pid = pid + 0\n"]]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "status": "stopped",
         "reason": "deadline",
@@ -396,6 +398,11 @@ def fill_memory():
 
 fill_memory()''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        # On a GPU an address-space limit would break CUDA, so memory is watched and the sandbox
+        # killed instead of raising MemoryError: the run stops in the cell that filled it.
+        "on_gpu": {"fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                             "test_copy_kernel", "test_copy_kernel_hidden"],
+                   "status": "stopped", "reason": "host memory limit"},
     },
     "missing_mask": {
         "about": "kernels without masks",
