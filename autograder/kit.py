@@ -44,6 +44,28 @@ BF16_OK = ON_GPU and CAPABILITY >= (8, 0)
 FLOAT_DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if BF16_OK else [])
 
 
+def dot_dtypes(capability, interpreter=False):
+    """The input dtypes that tl.dot runs reliably with on this device, and a sentence saying why.
+    Recent Triton releases use tensor cores (MMA) only from compute capability 8.0 (Ampere) on; below
+    it (a T4 is 7.5) tl.dot falls back to plain multiply-adds, which are sound for fp32 only."""
+    if interpreter:
+        return [torch.float32, torch.float16], (
+            "tl.dot under Triton's interpreter: NumPy computes it in IEEE fp32 (fp16 inputs too; no bf16).")
+    where = f"compute capability {capability[0]}.{capability[1]}"
+    if capability >= (8, 0):
+        return [torch.float32, torch.float16, torch.bfloat16], (
+            f"tl.dot on {where}: tensor cores for fp16 and bf16 inputs, and TF32 for fp32 inputs.")
+    return [torch.float32], (
+        f"tl.dot on {where} (a T4 is 7.5): recent Triton has no tensor-core path below 8.0, and tl.dot on "
+        "fp16 or bf16 inputs may fail to compile or give wrong answers here. This notebook uses fp32 inputs "
+        "for tl.dot on this GPU (exact fp32, no TF32, and slow: performance tests are advisory). To try fp16 "
+        "as well, use Triton's interpreter: Runtime > Change runtime type > CPU, or run "
+        "`%env TRITON_INTERPRET=1` before the setup cell after restarting.")
+
+
+DOT_DTYPES, DOT_NOTE = dot_dtypes(CAPABILITY, interpreter=not ON_GPU)
+
+
 def sized(gpu, cpu):
     """A problem size the current mode can afford: the interpreter runs one program at a time."""
     return gpu if ON_GPU else cpu

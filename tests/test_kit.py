@@ -166,3 +166,33 @@ def test_under_the_grader_a_notebook_allocates_its_share_of_gpu_memory_and_no_mo
     env = {**os.environ, "COURSE_GPU_MEMORY_GB": "2"}
     result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
     assert result.stdout.strip().endswith("refused"), result.stdout + result.stderr  # after the kit's mode line
+
+
+@pytest.mark.parametrize("capability, expected", [
+    ((9, 0), [torch.float32, torch.float16, torch.bfloat16]),  # H100, H200
+    ((8, 0), [torch.float32, torch.float16, torch.bfloat16]),  # A100
+    ((8, 6), [torch.float32, torch.float16, torch.bfloat16]),  # RTX 30xx, A10
+    ((7, 5), [torch.float32]),  # T4, Colab's usual GPU
+    ((7, 0), [torch.float32]),  # V100
+    ((6, 1), [torch.float32]),
+])
+def test_tl_dot_dtypes_follow_the_compute_capability(capability, expected):
+    dtypes, reason = kit.dot_dtypes(capability)
+    assert dtypes == expected
+    assert f"compute capability {capability[0]}.{capability[1]}" in reason
+    if torch.float16 not in dtypes:  # the student learns what runs here and how to run the rest
+        assert "fp32 inputs" in reason and "interpreter" in reason and "TRITON_INTERPRET=1" in reason
+    else:
+        assert "TF32" in reason
+
+
+def test_under_the_interpreter_tl_dot_takes_fp32_and_fp16_but_not_bf16():
+    dtypes, reason = kit.dot_dtypes(None, interpreter=True)
+    assert dtypes == [torch.float32, torch.float16]
+    assert "IEEE fp32" in reason
+    assert kit.dot_dtypes((9, 0), interpreter=True) == (dtypes, reason), "the interpreter is the interpreter"
+
+
+def test_the_dot_dtypes_of_this_machine_are_float_dtypes_it_has():
+    assert set(kit.DOT_DTYPES) <= set(kit.FLOAT_DTYPES) and torch.float32 in kit.DOT_DTYPES
+    assert kit.DOT_NOTE == kit.dot_dtypes(kit.CAPABILITY, interpreter=not kit.ON_GPU)[1]
