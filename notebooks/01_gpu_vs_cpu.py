@@ -36,7 +36,10 @@ from autograder.kit import *  # noqa: F403 (the build places autograder/kit.py h
 
 # %% [markdown]
 # The setup cell also defined the helpers the tests use. You do not need to read it; each test says
-# what it checks, and a failure says what to look at.
+# what it checks, and a failure says what to look at. One of them appears in the tests below:
+# `rand(n)` makes a fresh tensor of `n` random numbers drawn from a **normal** distribution (mean 0,
+# standard deviation 1, so about half are negative), unlike `torch.rand(n)`, which draws from
+# [0, 1).
 #
 # ## 1. A few fast cores, or thousands of simple ones
 #
@@ -319,27 +322,34 @@ if ON_GPU and not 0.5 < mine / kits < 2:
 # ## 5. When does the GPU win?
 #
 # Now the experiment. We time one element-wise operation (`x + y`) and one matrix multiplication
-# (`x @ y`) at many sizes, three ways:
+# (`x @ y`) at many sizes, four ways:
 #
-# 1. **NumPy on the CPU**, using all its cores;
-# 2. **torch on the GPU**, inputs already on the GPU;
-# 3. **torch on the GPU including the copies**: inputs start as NumPy arrays in CPU memory, are
+# 1. **NumPy on the CPU.** Know what this measures: NumPy's element-wise operations run on **one
+#    core** (one thread), however many the CPU has; only its matrix multiplication, which it hands
+#    to a BLAS library, uses several.
+# 2. **torch on the CPU**, which spreads element-wise work over several threads
+#    (`torch.get_num_threads()` of them; the legend says how many): the CPU with all the cores
+#    torch was given, a fairer opponent for a GPU.
+# 3. **torch on the GPU**, inputs already on the GPU;
+# 4. **torch on the GPU including the copies**: inputs start as NumPy arrays in CPU memory, are
 #    copied to the GPU, and the result is copied back, as a program that "just uses the GPU for this
 #    one step" would have to do.
 #
-# Before measuring, predict. A GPU launch costs microseconds whatever the size, while NumPy adds
-# 1000 numbers in well under a microsecond, so small problems should favour the CPU. At large sizes
-# the GPU's far larger bandwidth and arithmetic should win. Somewhere in between the lines cross:
-# that size is the **crossover**.
+# (With no GPU there are only the first two.) Before measuring, predict. A GPU launch costs
+# microseconds whatever the size. NumPy on 1000 numbers costs about a microsecond, most of it the
+# price of the call itself (checking the arguments, allocating the result), not the additions. So
+# small problems should favour the CPU. At large sizes the GPU's far larger bandwidth and arithmetic
+# should win. Somewhere in between the lines cross: that size is the **crossover**.
 #
 # ## Exercise 2: find the crossover (3 points)
 #
 # Measurements are noisy: near the crossover the GPU may win at one size, lose at the next, and
 # win again. Define the crossover as **the smallest size from which the GPU is faster at that size
 # and at every larger size measured** ("strictly faster": a tie is not a win). Write
-# `crossover(sizes, cpu_ms, gpu_ms)`: the three sequences have the same length and `sizes`
-# increases. Return that size (an element of `sizes`, not its index), or `None` when the GPU is
-# not faster at the largest size.
+# `crossover(sizes, cpu_ms, gpu_ms)`: the three arguments are Python lists of the same length (what
+# the measurements below produce), at least one element long, and `sizes` increases. Return that
+# size (an element of `sizes`, not its index), or `None` when the GPU is not faster at the largest
+# size.
 
 # %% nbgrader={"grade_id": "crossover", "solution": true}
 def crossover(sizes, cpu_ms, gpu_ms):
@@ -387,15 +397,15 @@ _check_crossover(sizes, [1, 2, 3, 4, 5, 6], [6, 6, 6, 6, 6, 6], None,
                  "at the largest size both take 6 ms: a tie is not a win, so return None.")
 _check_crossover(sizes, [1, 2, 3, 4, 5, 7], [6, 6, 6, 6, 6, 6], 2**15,
                  "the GPU is faster only at the largest size.")
-_check_crossover(np.array(sizes), np.array([1.0, 2, 4, 8, 16, 32]), np.array([3.0] * 6), 2**12,
-                 "the same with NumPy arrays as inputs.")
+_check_crossover([1000], [2.0], [1.0], 1000, "one size, where the GPU is faster: that size.")
+_check_crossover([1000], [1.0], [2.0], None, "one size, where the GPU is slower: None.")
 print("crossover passed the hidden tests.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # Now measure. `compare` runs an operation on NumPy arrays and on torch tensors of each size, with
 # your `time_gpu` (or the kit's `bench_ms` until `time_gpu` works). On a GPU this takes about a
-# minute: NumPy is slow on the largest sizes.
+# minute: the CPU is slow on the largest sizes.
 
 # %%
 import operator
@@ -409,23 +419,27 @@ except CheckFailed as error:
     def timer(fn, repeats=None):
         return bench_ms(fn)
 
-WHERE = torch.cuda.get_device_name() if ON_GPU else "CPU (standing in for a GPU)"
+WHERE = torch.cuda.get_device_name() if ON_GPU else "CPU"
+NUMPY, TORCH_CPU = "NumPy on the CPU", f"torch on the CPU ({torch.get_num_threads()} threads)"
+GPU, WITH_COPIES = f"torch on the {WHERE}", "torch on the GPU, with copies to and from it"
 rng = np.random.default_rng()
 
 
 def compare(op, sizes, shape_of):
-    """Median ms of op at each size: NumPy on the CPU, torch on DEVICE, and torch including copies."""
-    times = {"NumPy on the CPU": [], f"torch on {WHERE}": [], "torch, with copies to and from it": []}
+    """Median ms of op at each size, each way: {way: [ms at each size]} (the GPU ways only on a GPU)."""
+    times = {way: [] for way in ([NUMPY, TORCH_CPU] + ([GPU, WITH_COPIES] if ON_GPU else []))}
     for size in sizes:
         xn = rng.random(shape_of(size), dtype=np.float32)
         yn = rng.random(shape_of(size), dtype=np.float32)
-        xt, yt = torch.from_numpy(xn).to(DEVICE), torch.from_numpy(yn).to(DEVICE)
+        xc, yc = torch.from_numpy(xn), torch.from_numpy(yn)  # torch tensors on NumPy's memory
+        runs = {NUMPY: lambda: op(xn, yn), TORCH_CPU: lambda: op(xc, yc)}
+        if ON_GPU:
+            xt, yt = xc.to(DEVICE), yc.to(DEVICE)
+            runs[GPU] = lambda: op(xt, yt)
+            runs[WITH_COPIES] = lambda: op(xc.to(DEVICE), yc.to(DEVICE)).cpu()
         repeats = 10 if xn.size < 2**22 else 3
-        times["NumPy on the CPU"].append(timer(lambda: op(xn, yn), repeats=repeats))
-        times[f"torch on {WHERE}"].append(timer(lambda: op(xt, yt), repeats=repeats))
-        times["torch, with copies to and from it"].append(timer(
-            lambda: op(torch.from_numpy(xn).to(DEVICE), torch.from_numpy(yn).to(DEVICE)).cpu(),
-            repeats=repeats))
+        for way, run in runs.items():
+            times[way].append(timer(run, repeats=repeats))
     return times
 
 
@@ -438,34 +452,43 @@ for name, sizes, times in [("x + y", add_sizes, add_times), ("x @ y", matmul_siz
     for size, *row in zip(sizes, *times.values()):
         print(f"  {size:>9}: " + "  ".join(f"{t:10.4f}" for t in row))
 if not ON_GPU:
-    print("No GPU: the 'GPU' columns are torch on this CPU. Comparing them with NumPy says nothing "
-          "about GPUs, and any crossover you see is noise.")
+    print("No GPU: only the CPU ways. The plot marks where torch's threads start to beat NumPy's one "
+          "core, a crossover of its own.")
 
 
 # %% [markdown]
-# The plot: time against size on log-log axes, one line per way, and your crossover (where torch on
-# the GPU starts to beat NumPy) as a dotted line. On log-log axes a cost that grows in proportion to
-# the size is a straight line of slope 1 (slope 3 for a matrix multiplication against its side),
-# and a fixed cost is a flat line.
+# The plot: time against size on log-log axes, one line per way, and your crossovers as dotted
+# lines: where torch on the GPU starts to beat NumPy, and where it starts to beat torch on the CPU
+# (with no GPU: where torch's threads start to beat NumPy's one core). On log-log axes a cost that
+# grows in proportion to the size is a straight line of slope 1 (slope 3 for a matrix
+# multiplication against its side), and a fixed cost is a flat line.
 
 # %%
+RACES = [(GPU, NUMPY), (GPU, TORCH_CPU)] if ON_GPU else [(TORCH_CPU, NUMPY)]  # (challenger, CPU way)
+
+
+def crossovers(sizes, times):
+    """{(challenger, CPU way): your crossover(...)} for each race, or {} while crossover is a stub."""
+    try:
+        return {(fast, slow): crossover(list(sizes), times[slow], times[fast]) for fast, slow in RACES}
+    except NotImplementedError:
+        print("(Write crossover in exercise 2 to see the crossovers marked.)")
+        return {}
+
+
 def plot_times(ax, sizes, times, xlabel, title):
-    """Time against size, log-log, one line per series, with the crossover marked."""
+    """Time against size, log-log, one line per way, with the crossovers marked."""
     for label, ms in times.items():
         ax.plot(sizes, ms, marker="o", markersize=4, label=label)
-    cpu, gpu = list(times.values())[:2]
-    try:
-        where = crossover(sizes, cpu, gpu)
-    except NotImplementedError:
-        where = None
-        print("(Write crossover in exercise 2 to see the crossover marked.)")
-    if where is not None:
-        ax.axvline(where, color="grey", linestyle=":", label=f"crossover: {where}")
+    for ((fast, slow), where), style in zip(crossovers(sizes, times).items(), (":", "-.")):
+        if where is not None:
+            ax.axvline(where, color="grey", linestyle=style,
+                       label=f"{fast.split(' (')[0]} beats {slow.split(' (')[0]} from {where}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("median time (ms)")
-    ax.set_title(title + ("" if ON_GPU else "\n(no GPU: torch on the CPU, not GPU numbers)"))
+    ax.set_title(title + ("" if ON_GPU else "\n(no GPU: the CPU ways only)"))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
 
@@ -475,26 +498,40 @@ plot_times(left, add_sizes, add_times, "elements", "x + y, fp32")
 plot_times(right, matmul_sizes, matmul_times, "matrix side n (n x n matrices)", "x @ y, fp32")
 plt.show()
 
+# Your own figures, the ones the reading below is about.
+for name, sizes, times in [("x + y", add_sizes, add_times), ("x @ y", matmul_sizes, matmul_times)]:
+    smallest, largest = {way: ms[0] for way, ms in times.items()}, {way: ms[-1] for way, ms in times.items()}
+    print(f"{name}: at {sizes[0]}, " + ", ".join(f"{way} {ms * 1e3:.3g} us" for way, ms in smallest.items()))
+    for fast, slow in RACES:
+        print(f"  at {sizes[-1]}, {fast} is {largest[slow] / largest[fast]:.3g}x as fast as {slow}")
+    if ON_GPU:
+        print(f"  at {sizes[-1]}, the copies make the GPU {largest[WITH_COPIES] / largest[GPU]:.3g}x slower; "
+              f"with them it is {largest[NUMPY] / largest[WITH_COPIES]:.3g}x as fast as NumPy")
+
 
 # %% [markdown]
-# **Reading the plot** (on a GPU; with no GPU the torch lines are the CPU again, so read this with
-# what you would see on one):
+# **Reading the plot.** Check each point against the figures printed under your plot. (With no GPU
+# there are only the two CPU lines, and the same reasoning explains where torch's threads overtake
+# NumPy's one core: starting threads has a fixed cost too.)
 #
-# - **Small sizes: the CPU wins.** The torch line is flat on the left: every call costs a kernel
-#   launch and a synchronization, about 10 to 20 microseconds, whatever the size. That is the
-#   GPU's *latency*. NumPy on a few thousand numbers finishes in a microsecond or two.
+# - **Small sizes: the CPU wins.** The GPU line is flat on the left: every call costs a kernel
+#   launch and a synchronization, whatever the size. That is the GPU's *latency*. NumPy on a few
+#   thousand numbers costs little more than its own call overhead, about a microsecond.
 # - **Large sizes: the GPU wins, by a lot.** Once the work is large enough to fill the GPU, its
-#   time grows with the size at the GPU's *throughput*, one or two orders of magnitude above the
-#   CPU's. For `x + y`, the crossover is typically tens of thousands to a few hundred thousand
-#   elements; for matrix multiplication, much smaller matrices already win, because there is far
-#   more work per number.
+#   time grows with the size at the GPU's *throughput*. Compare the two ratios printed for `x + y`:
+#   against NumPy's one core, and against torch's CPU threads, which narrow the gap but do not
+#   close it, because the GPU's memory is many times faster than the CPU's. For matrix
+#   multiplication much smaller sizes already win, because there is far more work per number.
 # - **Copies change the story for `x + y`.** Copying the inputs to the GPU and the result back
 #   crosses PCIe, slower than the CPU's own memory, for every byte. An element-wise operation does
 #   one addition per 12 bytes, so copying costs more than the CPU would have spent computing: with
-#   the copies, the GPU rarely beats NumPy at all. A matrix multiplication does about `2n` operations
-#   per number moved (`2n^3` operations on `3n^2` numbers), so for large `n` the arithmetic dwarfs
-#   the copies, and the GPU still wins. This is why real programs keep their data on the GPU
-#   for the whole computation.
+#   the copies, the GPU rarely beats NumPy at all. A matrix multiplication does `2n^3` operations
+#   on `3n^2` numbers, about `2n/3` operations per number moved, so for large `n` the arithmetic
+#   dwarfs the copies, and the GPU still wins. This is why real programs keep their data on the
+#   GPU for the whole computation.
+#
+# For reference, on an H200: a small `x + y` costs 10 to 20 microseconds timed this way, whatever
+# its size, and 2^26 elements take about 0.19 ms (about 4300 GB/s).
 #
 # ## 6. Bytes and operations: arithmetic intensity
 #
@@ -523,7 +560,9 @@ plt.show()
 #
 # 1. `bytes_moved(n, dtype, reads, writes)`: the bytes an element-wise operation moves when it
 #    reads `reads` arrays and writes `writes` arrays of `n` elements of torch dtype `dtype`, each
-#    element once. (`dtype.itemsize` is the size of one element in bytes: 4 for `torch.float32`.)
+#    element once. `dtype` may be any torch dtype, floating point or integer: `dtype.itemsize` is
+#    the size of one element in bytes (4 for `torch.float32`, 2 for `torch.float16`, 1 for
+#    `torch.int8`, 8 for `torch.int64`).
 # 2. `arithmetic_intensity(flops, nbytes)`: FLOPs per byte.
 # 3. `bound(flops, nbytes, peak_flops, bandwidth)`: `"memory"` if the intensity is below the ridge
 #    point `peak_flops / bandwidth`, else `"compute"`. (`peak_flops` in FLOP/s and `bandwidth` in
@@ -639,17 +678,25 @@ print("bound passed the hidden tests.")
 # faster on an H200, and move the ridge point as far to the right.)
 
 # %%
-DATASHEET_FP32_TFLOPS = [("H200", 67), ("H100", 67), ("A100", 19.5), ("L40S", 91.6), ("L40", 90.5), ("L4", 30.3),
-                         ("A10G", 31.2), ("T4", 8.1), ("V100", 15.7)]
+# fp32 TFLOP/s (no tensor cores) from NVIDIA's datasheets. Variants of one chip differ in clocks and
+# power: an "H100 PCIe" is not an H100 SXM, whose name is plain "NVIDIA H100 80GB HBM3".
+DATASHEET_FP32_TFLOPS = {"H200": 67, "H200 NVL": 60, "H100": 67, "H100 PCIe": 51, "H100 NVL": 60,
+                         "A100": 19.5, "L40S": 91.6, "L40": 90.5, "L4": 30.3, "A10G": 31.2, "T4": 8.1,
+                         "V100": 15.7, "V100-PCIE": 14}
+
+
+def datasheet_model(name):
+    """The most specific model of the table in this device's name ("H100 NVL" before "H100", "L40S"
+    before "L40" and "L4"), or None."""
+    found = [model for model in DATASHEET_FP32_TFLOPS if model.lower() in name.lower()]
+    return max(found, key=len, default=None)
 
 
 def fp32_peak():
     """(FLOP/s, where the number comes from) for this device."""
-    if ON_GPU:
-        name = torch.cuda.get_device_name()
-        for model, tflops in DATASHEET_FP32_TFLOPS:
-            if model in name:
-                return tflops * 1e12, f"{model} datasheet"
+    model = datasheet_model(torch.cuda.get_device_name()) if ON_GPU else None
+    if model:
+        return DATASHEET_FP32_TFLOPS[model] * 1e12, f"{model} datasheet"
     m = sized(8192, 1024)
     a, b = torch.rand(m, m, device=DEVICE), torch.rand(m, m, device=DEVICE)
     return 2 * m**3 / (timer(lambda: a @ b, repeats=3) * 1e-3), f"measured {m}x{m} matmul"
@@ -702,10 +749,11 @@ def plot_roofline(peak, bandwidth, points):
 plot_roofline(peak, bandwidth, points)
 
 # %% [markdown]
-# On an H200 the ridge point is at about 67e12 / 4.2e12 = 16 FLOP/byte. `x + y`, at 1/12 FLOP/byte,
-# sits far to the left, on the slanted memory ceiling: it reaches about 350 GFLOP/s, half a percent
-# of the arithmetic peak, while moving data at the full speed of memory. The 4096 x 4096 matrix
-# multiplication, at 683 FLOP/byte, sits far to the right, under the flat compute ceiling.
+# Read your printout: `x + y`, at 1/12 FLOP/byte, sits far to the left of this device's ridge
+# point, on the slanted memory ceiling. It reaches a tiny fraction of the arithmetic peak while
+# moving data at about the speed of a copy. The large matrix multiplication, at `n / 6` FLOP/byte,
+# sits to the right, under the flat compute ceiling. (For reference, on an H200: ridge point
+# 67e12 / 4.2e12 = 16 FLOP/byte; `x + y` reaches about 350 GFLOP/s, half a percent of the peak.)
 #
 # That is the lesson of this course in one picture: **most kernels live left of the ridge**
 # (element-wise operations, reductions, normalisations, softmax), so their speed is set by the
@@ -760,9 +808,11 @@ check_bandwidth(achieved, 0.5, "x + y timed by your time_gpu")
 # and avoid bank conflicts, all by hand.
 #
 # **Triton** works one level up. You write the code of one **program**, which handles a whole
-# **block** (tile) of elements with array operations, much like NumPy; Triton's compiler decides
-# how to spread the block over threads and warps, coalesces memory accesses, and manages on-chip
-# memory. CUDA is thread-based; Triton is block-based. This suits deep learning, whose data
+# **block** (tile) of elements with array operations, much like NumPy. You still choose the tiles:
+# how the data is split into blocks, and how large they are (`BLOCK_SIZE`). Triton's compiler does
+# the rest: it lays each block out over the threads and warps of the program, makes their memory
+# accesses coalesced and vectorised, moves data through on-chip shared memory when a block must be
+# rearranged, and schedules the instructions. CUDA is thread-based; Triton is block-based. This suits deep learning, whose data
 # (matrices, batches, attention maps) naturally comes in blocks. Vector add in Triton:
 #
 # ```python
@@ -778,27 +828,43 @@ check_bandwidth(achieved, 0.5, "x + y timed by your time_gpu")
 # add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK_SIZE=1024)  # n / 1024 programs, rounded up
 # ```
 #
-# Tensors passed to a kernel arrive as *pointers* to their first element, `x_ptr + offsets` is a
-# block of addresses, and `tl.load` / `tl.store` move a whole block between memory and the chip.
-# Lesson 02 explains each line in turn (programs, blocks, pointers, the grid, the mask); for now,
-# read the kernel as "each program adds one block of 1024 elements".
+# Read it as "each program adds one block of 1024 elements". Line by line (lesson 02 takes each idea
+# further, with pictures):
+#
+# - `@triton.jit` turns the Python function into a kernel, compiled for the GPU the first time it
+#   is launched.
+# - The **launch** `add_kernel[grid](...)` runs `grid[0]` copies of the kernel, called *programs*,
+#   numbered 0, 1, 2, ... To cover `n` elements in blocks of 1024 you need `n / 1024` programs
+#   rounded up: `triton.cdiv(n, 1024)`.
+# - `tl.program_id(axis=0)` is the number of the program running the code: the only thing that
+#   differs between programs.
+# - `tl.arange(0, BLOCK_SIZE)` is the block `[0, 1, ..., BLOCK_SIZE - 1]`, and arithmetic on it
+#   works element by element, like NumPy: `offsets` are the indices this program handles. Its
+#   length must be a power of two known when the kernel is compiled, which is why `BLOCK_SIZE` is
+#   declared `tl.constexpr`: Triton compiles one version of the kernel for each value you pass.
+# - Tensors passed to a kernel arrive as *pointers* to their first element; `x_ptr + offsets` is a
+#   block of addresses, and `tl.load` / `tl.store` move a whole block between memory and the chip.
+# - When `n` is not a multiple of 1024, the last program's offsets run past the end of the arrays.
+#   `mask = offsets < n_elements` is `False` for those lanes, and a masked load or store leaves
+#   them alone: without it, the kernel would read and write memory that is not yours.
 #
 # ## Exercise 5: your first Triton kernel (3 points)
 #
-# Write `scale_kernel`, which computes `out = a * x` for a number `a`: the add kernel above with
-# one input instead of two. A plain Python number passed to a kernel (here `a`) arrives as a
-# scalar, and `a * x` multiplies every element of the block `x`. Keep the mask on the load and the
-# store. The test launches your kernel on 1000 elements in blocks of 256: four programs, the last
-# with only 232 real elements.
+# Finish `scale_kernel`, which computes `out = a * x` for a number `a`: the add kernel above with
+# one input instead of two. The first three lines are given (which block, which indices, which of
+# them exist); you write the load and the store. A plain Python number passed to a kernel (here
+# `a`) arrives as a scalar, and `a * x` multiplies every element of the block `x`. Put the mask on
+# the load and on the store. The test launches your kernel on 1000 elements in blocks of 256: four
+# programs, the last with only 232 real elements.
 
 # %% nbgrader={"grade_id": "scale_kernel", "solution": true}
 @triton.jit
 def scale_kernel(x_ptr, out_ptr, a, n_elements, BLOCK_SIZE: tl.constexpr):
     """out[i] = a * x[i] for every i < n_elements. Each program scales one block of BLOCK_SIZE."""
+    pid = tl.program_id(axis=0)  # which block am I?
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # the indices of my block
+    mask = offsets < n_elements  # which of them exist
     ### BEGIN SOLUTION
-    pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask)
     tl.store(out_ptr + offsets, a * x, mask=mask)
     ### END SOLUTION
@@ -856,15 +922,21 @@ print("scale_kernel passed the hidden tests.")
 #    element-wise operations into single passes over memory. This is how most people benefit from
 #    Triton: without writing a kernel (set `TORCH_LOGS=output_code` to read the Triton code it
 #    writes).
-# 3. **Hand-written Triton**: for a custom operation that no framework has, or a fusion the
-#    compiler does not find (FlashAttention is the famous example), or a research idea that does
-#    not exist yet. Python syntax, block-level control, performance close to expert CUDA.
+# 3. **Hand-written Triton**: for an operation the compiler does not generate well, or at all. The
+#    compiler of rung 2 is good, and getting better: it fuses element-wise chains and reductions,
+#    can fuse the work after a matrix multiplication into its own Triton matmul kernels, and sends
+#    attention written out by hand to PyTorch's flash-attention kernels. But it only generates what
+#    its authors taught it to, and those kernels (its matmul and attention templates included)
+#    were written by hand, in Triton. People write them for a new algorithm (FlashAttention's
+#    online softmax was one), a custom data format, or a shape where the generated kernel is slow;
+#    lesson 04 measures one: a softmax that beats both torch and `torch.compile` on wide rows.
+#    Python syntax, block-level control, performance close to expert CUDA.
 # 4. **CUDA C++** (and libraries such as CUTLASS): full control over threads, shared memory and
 #    synchronisation, at a large cost in complexity. For the last few percent.
 #
 # Climb a rung only when a measurement says you must: a profile shows time going to a chain of
 # memory-bound operations, or an operation that is missing. And Triton is not "PyTorch but faster":
-# a lone `x + y` written in Triton runs at exactly torch's speed (both are at the memory ceiling,
+# a lone `x + y` written in Triton runs at about torch's speed (both are at the memory ceiling,
 # as you will measure in lesson 02). The gains come from removing bottlenecks, above all from
 # moving fewer bytes.
 #
@@ -886,8 +958,8 @@ print("scale_kernel passed the hidden tests.")
 #
 # ## Exercise 6: multiple choice (3 points)
 #
-# For each question, set the variable in the cell below it to one letter, for example
-# `answer_q1 = "a"`.
+# For each question, set the variable in the cell below it to one letter in quotes, for example
+# `answer_q1 = "a"` (upper or lower case, spaces around it do not matter).
 #
 # **Question 1.** Which best describes Triton's programming model compared to CUDA?
 #
@@ -902,13 +974,12 @@ answer_q1 = "c"  # one of "a", "b", "c", "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q1", "locked": true, "points": 1}
-answer = globals().get("answer_q1")
-if answer not in ("a", "b", "c", "d"):
-    raise CheckFailed('Set answer_q1 to one letter in the cell above, e.g. answer_q1 = "a"')
+check_choice(globals().get("answer_q1"), "answer_q1")
+print("Your answer is recorded; it is checked when your notebook is graded.")
 ### BEGIN HIDDEN TESTS
-if answer != "c":
-    raise CheckFailed("Question 1: Triton is block-based: a program handles a whole block (tile) "
-                      "with array operations, while a CUDA kernel is written for one thread.")
+check_choice(answer_q1, "answer_q1", expected="c",
+             why="Triton is block-based: a program handles a whole block (tile) with array operations, "
+                 "while a CUDA kernel is written for one thread.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -917,8 +988,8 @@ if answer != "c":
 # - a) Writing the neural network architecture.
 # - b) Downloading datasets from the cloud.
 # - c) Visualizing loss curves.
-# - d) Memory coalescing, tiling and scheduling of work inside a block (the low-level details CUDA
-#   makes you manage by hand).
+# - d) Inside the block you chose: spreading its work over threads and warps, memory coalescing,
+#   the use of shared memory and scheduling (the low-level details CUDA makes you manage by hand).
 
 # %% nbgrader={"grade_id": "quiz_q2", "solution": true}
 ### BEGIN SOLUTION
@@ -926,14 +997,13 @@ answer_q2 = "d"  # one of "a", "b", "c", "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q2", "locked": true, "points": 1}
-answer = globals().get("answer_q2")
-if answer not in ("a", "b", "c", "d"):
-    raise CheckFailed('Set answer_q2 to one letter in the cell above, e.g. answer_q2 = "a"')
+check_choice(globals().get("answer_q2"), "answer_q2")
+print("Your answer is recorded; it is checked when your notebook is graded.")
 ### BEGIN HIDDEN TESTS
-if answer != "d":
-    raise CheckFailed("Question 2: Triton's compiler takes over the low-level work inside a block "
-                      "(coalescing, tiling, on-chip memory, spreading work over threads and warps); "
-                      "models, datasets and plots are not its business.")
+check_choice(answer_q2, "answer_q2", expected="d",
+             why="You choose the blocks; Triton's compiler takes over the low-level work inside "
+                 "one (spreading it over threads and warps, coalescing, shared memory, scheduling); "
+                 "models, datasets and plots are not its business.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -950,13 +1020,12 @@ answer_q3 = "a"  # one of "a", "b", "c", "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz_q3", "locked": true, "points": 1}
-answer = globals().get("answer_q3")
-if answer not in ("a", "b", "c", "d"):
-    raise CheckFailed('Set answer_q3 to one letter in the cell above, e.g. answer_q3 = "a"')
+check_choice(globals().get("answer_q3"), "answer_q3")
+print("Your answer is recorded; it is checked when your notebook is graded.")
 ### BEGIN HIDDEN TESTS
-if answer != "a":
-    raise CheckFailed("Question 3: Triton is a Python package, installed with pip next to torch; "
-                      "it is not an npm, apt or Homebrew package.")
+check_choice(answer_q3, "answer_q3", expected="a",
+             why="Triton is a Python package, installed with pip next to torch; it is not an npm, "
+                 "apt or Homebrew package.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -988,15 +1057,17 @@ if answer != "a":
 # %% [markdown] nbgrader={"grade": true, "grade_id": "written_crossover", "points": 2, "solution": true}
 # ### BEGIN SOLUTION
 # At small sizes the time is dominated by fixed costs, the GPU's latency: launching a kernel and
-# waiting for it costs about 10 microseconds whatever the size, while the CPU adds a few thousand
-# numbers in about a microsecond. The torch line is flat there. At large sizes the fixed cost is
-# negligible and time is set by throughput: the GPU's memory bandwidth (about 4 TB/s on an H200)
-# is ten or more times the CPU's, so the GPU wins by that factor. The crossover is where the GPU's
-# fixed cost equals the time its higher throughput saves. Copies move every byte over PCIe (tens of
-# GB/s, slower than the CPU's own memory): `x + y` does only one FLOP per 12 bytes, so copying its
-# data costs more than the CPU needs to just compute it, and the GPU rarely wins. A matmul does
-# about `2n` FLOPs per number moved, so for large `n` the `n^3` arithmetic dwarfs the `n^2` copy and
-# the GPU still wins. Data should stay on the GPU.
+# waiting for it costs about 10 microseconds whatever the size, while NumPy adds a few thousand
+# numbers in a microsecond or two, most of it the cost of its call. The GPU line is flat there. At
+# large sizes the fixed cost is negligible and time is set by throughput: the GPU's memory
+# bandwidth (about 4 TB/s on an H200) is ten or more times the CPU's, so the GPU wins by about that
+# factor (against NumPy's one core by even more; torch's CPU threads narrow the gap). The crossover
+# is where the GPU's fixed cost equals the time its higher throughput saves. Copies move every
+# byte over PCIe (tens of GB/s, slower than the CPU's own memory): `x + y` does only one FLOP per
+# 12 bytes, so copying its data costs more than the CPU needs to just compute it, and the GPU
+# rarely wins. A matmul does `2n^3` FLOPs on `3n^2` numbers, about `2n/3` per number moved, so for
+# large `n` the `n^3` arithmetic dwarfs the `n^2` copy and the GPU still wins. Data should stay on
+# the GPU.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -1016,9 +1087,11 @@ if answer != "a":
 #   whether a kernel is **memory-bound** or **compute-bound**; most kernels other than matrix
 #   multiplication are memory-bound, so bytes moved set their speed.
 # - A **kernel** is a function run by many threads on the GPU. CUDA is thread-based; **Triton is
-#   block-based**: you write what one program does with its block, and its compiler handles
-#   coalescing, tiling and scheduling inside the block. Most people use Triton through
-#   `torch.compile`; hand-written Triton is for custom and fused operations.
+#   block-based**: you choose the blocks and write what one program does with its block; its
+#   compiler spreads the block over threads, coalesces memory accesses, uses shared memory and
+#   schedules the work. Most people use Triton through `torch.compile`; hand-written Triton is for
+#   what the compiler does not generate well: new algorithms, custom formats, shapes it handles
+#   poorly.
 #
 # **Next, lesson 02 (vector add):** your `scale_kernel`, explained line by line: programs and
 # blocks, `tl.program_id`, `tl.arange`, pointers, the grid, the mask, and measuring a kernel in
