@@ -11,6 +11,7 @@ Also prints how busy the cores were and where a submission's time went (report.t
 
     .venv/bin/python benchmarks/grader_throughput.py --copies 1              # two cores
     .venv/bin/python benchmarks/grader_throughput.py --copies 10 --plain 6   # a GPU machine
+    .venv/bin/python benchmarks/grader_throughput.py --copies 10 --plain 0 --gpus 0 0,1   # one GPU, then two
 """
 import argparse
 import os
@@ -63,12 +64,12 @@ def cpu_times():
     return sum(fields) - idle, sum(fields)
 
 
-def ours(course, students, folder, workers):
+def ours(course, students, folder, workers, gpus):
     class_dir = class_course(course, LESSON, students, folder / "course")
     class_dir.nbgrader("generate_assignment", LESSON, "--force")  # released already, as for plain nbgrader
     busy, total = cpu_times()
     start = time.monotonic()
-    grades = grade(class_dir, LESSON, reports=folder / "reports", workers=workers)
+    grades = grade(class_dir, LESSON, reports=folder / "reports", workers=workers, gpus=gpus)
     seconds = time.monotonic() - start
     busy_after, total_after = cpu_times()
     phases, slowest = time_split(grades)
@@ -83,28 +84,37 @@ def main():
     parser.add_argument("--copies", type=int, default=2)
     parser.add_argument("--workers", type=lambda text: [int(w) for w in text.split(",")],
                         help="worker counts to try, e.g. 16,24 (default: the grader's default)")
-    parser.add_argument("--plain", type=int, help="how many submissions plain nbgrader grades (default: all)")
+    parser.add_argument("--plain", type=int, help="how many submissions plain nbgrader grades (default: all; "
+                        "0: none, and each run's grades are compared with the first run's)")
+    parser.add_argument("--gpus", nargs="+", type=lambda text: [int(g) for g in text.split(",")],
+                        help="GPU sets to grade on, one run each, e.g. `0 0,1` (default: every visible GPU)")
     args = parser.parse_args()
     course = Course.find(Path(__file__).parent)
     students = synthetic_class(course, args.copies)
-    tries = args.workers or [default_workers(visible_gpus())]
+    gpu_sets = args.gpus or [visible_gpus()]
+    tries = [(workers, gpus) for gpus in gpu_sets for workers in args.workers or [default_workers(gpus)]]
     print(f"{len(students)} submissions; {os.cpu_count()} cores; GPUs: {visible_gpus() or 'none (interpreter)'}")
     # Neither grader should pay for reading torch, Triton and CUDA's libraries from disk the first time.
     subprocess.run([sys.executable, "-c", "import torch, triton, matplotlib.pyplot, nbgrader.apps; "
                     "torch.cuda.is_available() and torch.zeros(1, device='cuda')"], check=True)
     differ = {}
     with tempfile.TemporaryDirectory() as scratch:
-        subset = dict(list(students.items())[:args.plain or len(students)])
-        plain_s, plain = plain_nbgrader(course, subset, Path(scratch) / "plain")
-        plain_rate = len(subset) / plain_s * 60
-        print(f"nbgrader autograde (serial), {len(subset)}: {plain_s:7.1f} s, {plain_rate:6.1f} per minute")
-        for workers in tries:
-            ours_s, graded = ours(course, students, Path(scratch) / f"ours{workers}", workers)
+        plain, plain_rate = None, None
+        if args.plain != 0:
+            subset = dict(list(students.items())[:args.plain or len(students)])
+            plain_s, plain = plain_nbgrader(course, subset, Path(scratch) / "plain")
+            plain_rate = len(subset) / plain_s * 60
+            print(f"nbgrader autograde (serial), {len(subset)}: {plain_s:7.1f} s, {plain_rate:6.1f} per minute")
+        for run, (workers, gpus) in enumerate(tries):
+            where = f"GPU(s) {','.join(map(str, gpus))}" if gpus else "interpreter"
+            ours_s, graded = ours(course, students, Path(scratch) / f"ours{run}", workers, gpus)
             ours_rate = len(students) / ours_s * 60
-            print(f"autograder grade ({workers} workers), {len(students)}: {ours_s:7.1f} s, "
-                  f"{ours_rate:6.1f} per minute; speed-up: {ours_rate / plain_rate:.2f}x")
+            print(f"autograder grade ({workers} workers, {where}), {len(students)}: {ours_s:7.1f} s, "
+                  f"{ours_rate:6.1f} per minute" + (f"; speed-up: {ours_rate / plain_rate:.2f}x" if plain_rate else ""))
+            if plain is None:  # no plain run: the first run's grades are the reference
+                plain = {s: score for s, score in graded.items() if s == first_copy(s)}
             # Every copy of a sample must get the grade plain nbgrader gave that sample.
-            differ.update({(s, workers): (plain[first_copy(s)], score) for s, score in graded.items()
+            differ.update({(s, workers, where): (plain[first_copy(s)], score) for s, score in graded.items()
                            if first_copy(s) in plain and plain[first_copy(s)] != score})
     print("grades identical" if not differ else f"grades differ: {differ}")
     return 1 if differ else 0
