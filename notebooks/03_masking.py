@@ -19,8 +19,9 @@
 #
 # | exercise | what you write | points |
 # |---|---|---|
+# | Q1 | (multiple choice) what a grid of `n // BLOCK_SIZE` programs misses | 1 |
 # | W | (written) what `mask = offsets < n` prevents | 2 |
-# | Q | (multiple choice) `other=` for a maximum | 1 |
+# | Q2, Q3 | (multiple choice) `other=` for a maximum, and for a minimum | 2 |
 # | 1 | `row_sum_kernel` and `row_sum`: a masked reduction per row, through strides | 6 |
 # | 2 | `row_max_kernel` and `row_max`: the same with the right `other=` | 3 |
 # | 3 | `copy_2d_kernel` and `copy_2d`: 2-D tiles, 2-D masks, any layout | 6 |
@@ -59,6 +60,35 @@ for n_cols in [1, 5, 100, 768, 1000, 1025, 4096]:
 # why bugs in masks hide behind "nice" test sizes: always test with sizes like 1, 100 and 1025.
 # And a row just past a power of two (1025) wastes half its block; kernels for very long rows
 # therefore often loop over the row in several blocks instead of holding it in one.
+#
+# ### Question Q1 (1 point)
+#
+# A correct, masked kernel (lesson 2's `add_kernel`) is launched on `n = 1000` elements with
+# `BLOCK_SIZE = 256`, but on a grid of `(n // BLOCK_SIZE,)` programs instead of
+# `(triton.cdiv(n, BLOCK_SIZE),)`. Which elements of the output are never written?
+#
+# - **a.** None: the mask takes care of the tail.
+# - **b.** Elements 768 to 999.
+# - **c.** Element 999 only.
+# - **d.** Elements 0 to 231.
+#
+# Replace the two lines in the next cell with `answer_grid = "..."`, your letter between the
+# quotes, and run it.
+
+# %% nbgrader={"grade_id": "q_grid", "solution": true}
+### BEGIN SOLUTION
+answer_grid = "b"  # one of "a", "b", "c", "d"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_q_grid", "locked": true, "points": 1}
+check_choice(globals().get("answer_grid"), "answer_grid")
+print("Your answer is recorded; it is checked when your notebook is graded.")
+### BEGIN HIDDEN TESTS
+check_choice(answer_grid, "answer_grid", expected="b",
+             why="1000 // 256 = 3 programs cover elements 0 to 767; the fourth block, 768 to 999, "
+                 "has no program at all, so no mask can help it. triton.cdiv(1000, 256) = 4 "
+                 "programs cover everything, and the mask trims the fourth.")
+### END HIDDEN TESTS
 #
 # ## 2. Without a mask: where the tail writes, safely
 #
@@ -128,11 +158,13 @@ except CheckFailed as error:
 # %% [markdown]
 # Here the overrun was harmless only because the guard band was there to catch it. Without one:
 #
-# - **On a GPU**, a store just past the end of a tensor usually lands in memory that belongs to
-#   *another tensor* (PyTorch packs tensors into large blocks of memory): no error, no warning, and
-#   a wrong number somewhere else, maybe much later. A store far enough out to leave memory that
-#   the process owns is an *illegal memory access*: the kernel is killed, and the CUDA context
-#   with it. Every later CUDA call in the process fails with the same error, and the only cure is
+# - **On a GPU**, PyTorch's caching allocator carves tensors out of large segments of memory it
+#   reserved earlier, and rounds each tensor up (to a multiple of 512 bytes). So a store a little
+#   past the end of a tensor usually lands in that rounding, memory nobody uses: no error, no
+#   warning, no visible damage, the most silent bug of all, until the sizes change. A bigger
+#   overrun lands in the *next tensor* of the segment: a wrong number somewhere else, maybe much
+#   later. A store far enough out to leave memory that the process owns is an *illegal memory
+#   access*: the kernel is killed, and the CUDA context with it. Every later CUDA call in the process fails with the same error, and the only cure is
 #   to restart the Python kernel (on Colab: *Runtime > Restart session*) and lose every tensor you
 #   had.
 # - **Under the interpreter**, the kernel runs on the CPU with NumPy and writes straight into the
@@ -219,9 +251,9 @@ for use_mask in [False, True]:
 # element* of the reduction. For a sum that is 0, since `s + 0 = s`: that is why `block_sum_kernel`
 # above loads with `other=0.0`.
 #
-# Before reading on, decide what the neutral element of a *maximum* is, and answer question Q.
+# Before reading on, decide what the neutral element of a *maximum* is, and answer question Q2.
 #
-# ### Question Q (1 point)
+# ### Question Q2 (1 point)
 #
 # A kernel computes the maximum of each row of a matrix with 100 columns, in blocks of 128:
 #
@@ -250,17 +282,13 @@ answer_max_other = "b"  # one of "a", "b", "c", "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_q_max_other", "locked": true, "points": 1}
-if "answer_max_other" not in globals():
-    raise CheckFailed('Set answer_max_other = "a", "b", "c" or "d" in the cell above, and run it.')
-if str(answer_max_other).strip().lower() not in ("a", "b", "c", "d"):
-    raise CheckFailed('Answer with one letter: answer_max_other = "a", "b", "c" or "d"')
+check_choice(globals().get("answer_max_other"), "answer_max_other")
 print("Your answer is recorded; it is checked when your notebook is graded.")
 ### BEGIN HIDDEN TESTS
-if str(answer_max_other).strip().lower() != "b":
-    raise CheckFailed("Not the right answer: the 28 masked-off lanes take part in tl.max with the value "
-                      "of other=. With other=0.0, a row whose entries are all negative gets the maximum "
-                      "0.0, which is not in the row; -inf can never win a maximum, so other=-float('inf') "
-                      "is right for every row.")
+check_choice(answer_max_other, "answer_max_other", expected="b",
+             why="The 28 masked-off lanes take part in tl.max with the value of other=. With "
+                 "other=0.0, a row whose entries are all negative gets the maximum 0.0, which is not "
+                 "in the row; -inf can never win a maximum, so other=-float('inf') is right for every row.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -285,7 +313,37 @@ for other in [0.0, -float("inf")]:
 # %% [markdown]
 # With `other=0.0` the twelve off lanes hold 0, and 0 beats every real entry: the "maximum" is a
 # number that is not in the data. `-inf` loses to everything, so it is the neutral element of a
-# maximum. The rule, for the reductions you will meet:
+# maximum.
+#
+# ### Question Q3 (1 point)
+#
+# Now a row **minimum** of the same matrix (100 columns in blocks of 128), with
+# `tl.min(x, axis=0)`. Which `other=` is right for every row?
+#
+# - **a.** `other=0.0`
+# - **b.** `other=-float("inf")`, as for the maximum
+# - **c.** `other=float("inf")`
+# - **d.** Any value: the minimum of a masked load ignores the masked-off lanes.
+#
+# Set `answer_min_other` to your letter in the next cell, and run it.
+
+# %% nbgrader={"grade_id": "q_min_other", "solution": true}
+### BEGIN SOLUTION
+answer_min_other = "c"  # one of "a", "b", "c", "d"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_q_min_other", "locked": true, "points": 1}
+check_choice(globals().get("answer_min_other"), "answer_min_other")
+print("Your answer is recorded; it is checked when your notebook is graded.")
+### BEGIN HIDDEN TESTS
+check_choice(answer_min_other, "answer_min_other", expected="c",
+             why="The masked-off lanes take part in tl.min with the value of other=, so it must be a "
+                 "value that can never win a minimum: +inf. With -inf every row's minimum would be "
+                 "-inf; with 0.0, every row of positive numbers would get 0.0.")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# The rule, for the reductions you will meet:
 #
 # | reduction | `tl.` function | neutral `other=` | why |
 # |---|---|---|---|
@@ -333,7 +391,9 @@ for name, view in [("base", base), ("base.t()", base.t()), ("base[:, ::2]", base
 # A kernel that receives the two strides as arguments and computes
 # `x_ptr + row * stride_row + cols * stride_col` reads *any* of these layouts in place. The
 # alternative, `x.contiguous()` in the wrapper, costs a full extra read and write of the matrix
-# whenever `x` is a view: for a kernel limited by memory, up to three times the traffic.
+# whenever `x` is a view: for a kernel limited by memory, up to three times the traffic. Counting
+# bytes is not the whole story, though; after exercise 1 you will measure when the extra copy
+# pays for itself.
 #
 # ## Exercise 1: the sum of each row (6 points)
 #
@@ -541,6 +601,37 @@ print("row_sum passed the hidden tests.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# **In place, or copied first?** Memory cares about the *order* of the reads, not only their
+# number. In a transposed matrix the elements of one row are `x.stride(1)` elements apart, so the
+# lanes of one program read addresses far apart, and the memory delivers at least 32 bytes
+# (a *sector*) for each 4-byte number: the reads are **uncoalesced**, and up to 8 times as many
+# bytes cross the memory bus as the kernel uses. Whether that is worse than copying first depends
+# on the caches: the program for the next row reads the neighbouring 4 bytes of the same sectors,
+# and if it runs soon enough they are still in the L2 cache. `x.contiguous()` itself reads a
+# transposed matrix with tiles that keep the reads whole (section 6 shows how). Measure both ways
+# on a transposed matrix, this device's answer:
+
+# %%
+x = rand(100, 37).t()
+with guarded_allocations():  # a stub or a bug stops here, before any timing
+    check_output(call_answer(row_sum, x), x.sum(dim=1), name="row_sum on a transposed matrix", atol=1e-4)
+side = sized(4096, 256)
+x_t = rand(side, side).t()  # row i of x_t is column i of the matrix in memory
+x_c = x_t.contiguous()
+in_place, copied = bench_ms(lambda: row_sum(x_t)), bench_ms(lambda: row_sum(x_t.contiguous()))
+print(f"row_sum on a transposed {side} x {side} matrix: read in place through the strides "
+      f"{in_place:.4g} ms; .contiguous() first, then row_sum {copied:.4g} ms (row_sum alone on the "
+      f"copy: {bench_ms(lambda: row_sum(x_c)):.4g} ms). In place is {copied / in_place:.2f}x as fast.")
+if not ON_GPU:
+    print("Interpreter: these numbers time Python on the CPU and mean nothing about GPUs.")
+del x_t, x_c
+
+# %% [markdown]
+# If copying first wins on your GPU, the strided reads cost more than the copy's extra traffic;
+# if reading in place wins, the caches rescued the uncoalesced reads. Either way, the lesson is
+# the one of this course: measure. (A row reduction can also read a transposed matrix whole, with
+# 2-D tiles that cover several rows and walk along them: the layout of section 6.)
+#
 # ## Exercise 2: the maximum of each row (3 points)
 #
 # Now `row_max_kernel` and `row_max(x)`, like `x.amax(dim=1)`: the same plan as exercise 1, with
@@ -1000,6 +1091,16 @@ print("transpose(x) equals x.t().contiguous() for (1, 1), (5, 3) and (100, 70) m
 # short contiguous runs of 64 elements (its columns), so the load can read whole chunks, and Triton
 # rearranges the tile on the chip (through shared memory) before the store writes whole rows. On a
 # GPU both `copy_2d` lines should come close to the copy bandwidth for large matrices.
+#
+# How does Triton know which way the tile is contiguous, when the strides are ordinary integer
+# arguments? It **specialises** integer arguments: when you launch a kernel with an integer equal
+# to 1, Triton compiles (and caches) a version of the kernel in which that argument *is* the
+# constant 1, and it marks integers that are multiples of 16 as such. For a transposed `x`,
+# `stride_xm` is 1, so in that version `offs_m[:, None] * stride_xm` is plainly `offs_m`:
+# consecutive rows of the tile are consecutive in memory, and the compiler can lay the load out
+# along them and read whole sectors, with wide vector loads. For the contiguous output,
+# `stride_on` is 1, and the stores go along rows. Had the strides been unknown numbers, the
+# compiler could not have proved either, and would have had to read one element at a time.
 
 # %%
 sides = sized([2**k for k in range(8, 14)], [32, 64, 128])
@@ -1025,12 +1126,19 @@ if not ON_GPU:
     print("Interpreter: these numbers time Python on the CPU and mean nothing about GPUs.")
 plot_bandwidth([s * s for s in sides], results, "copy_2d, fp32 square matrices", roof=copy_bandwidth())
 
+# Your own ratios at the largest size, the ones the reading below is about.
+roof = copy_bandwidth()
+contiguous, transposed, torchs = (speeds[-1] for speeds in results.values())
+print(f"{sides[-1]} x {sides[-1]}: copy_2d reaches {contiguous / roof:.0%} of this device's copy bandwidth "
+      f"on a contiguous input and {transposed / roof:.0%} on a transposed one ({transposed / contiguous:.2f}x "
+      f"the contiguous speed); torch's x.contiguous() {torchs / roof:.0%}.")
+
 # %% [markdown]
-# **Reading the plot** (on a GPU). Small matrices are launch-bound, as in lesson 2: a few
-# microseconds whatever the size. From a few million elements on, the contiguous copy runs near
-# the copy bandwidth, and the transposed one should follow close behind: the tile turned a column
-# read into row-sized pieces. (Masks cost next to nothing: try a side of 8000, not a multiple of
-# 64, and compare.)
+# **Reading the plot** (on a GPU; under the interpreter the numbers time Python and mean nothing).
+# Small matrices are launch-bound, as in lesson 2: a few microseconds whatever the size. From a few
+# million elements on, the contiguous copy runs near the copy bandwidth, and the transposed one
+# should follow close behind (your printed ratio): the tile turned a column read into row-sized
+# pieces. (Masks cost next to nothing: try a side of 8000, not a multiple of 64, and compare.)
 #
 # ## Exercise 4: a transposed copy at the speed of memory (2 points)
 #
@@ -1062,15 +1170,20 @@ with exclusive_gpu():  # under the grader, no other notebook runs on the GPU mea
 # - A block is a power of two and data is not, so the last block of a vector, every row held in
 #   `next_power_of_2(n_cols)` lanes, and the edge tiles of a matrix all have **tails**: lanes with
 #   no element. Test with sizes like 1, 100 and 1025, never only with powers of two.
-# - Without a mask, a store past the end overwrites whatever lies there (another tensor; on a GPU
-#   possibly an illegal address that kills the CUDA context; under the interpreter, Python's heap),
-#   and a load past the end silently returns garbage that flows into the result.
+# - Without a mask, a store past the end overwrites whatever lies there (on a GPU the allocator's
+#   rounding, silently, or the next tensor, or an illegal address that kills the CUDA context;
+#   under the interpreter, Python's heap), and a load past the end silently returns garbage that
+#   flows into the result. A grid of `n // BLOCK_SIZE` programs misses the tail altogether: no
+#   mask can save a block that has no program.
 # - A masked load fills the off lanes with `other=`. For element-wise work it does not matter; for
 #   a **reduction** it must be the neutral element: `0` for a sum, `-inf` for a max, `+inf` for a
 #   min. Accumulate fp16 and bf16 sums in fp32.
 # - Element `(i, j)` of any PyTorch view is at `ptr + i * stride(0) + j * stride(1)`. A kernel that
 #   takes strides reads transposed and sliced views in place, without the extra traffic of
-#   `.contiguous()`, and with the output's strides swapped, a copy becomes a transpose.
+#   `.contiguous()`, and with the output's strides swapped, a copy becomes a transpose. Reading in
+#   place is not always faster: a row read along a transposed matrix is uncoalesced, so measure.
+# - Triton specialises integer arguments equal to 1 (and notes multiples of 16): a stride of 1
+#   tells the compiler which way a tile is contiguous, so it can read and write whole sectors.
 # - 2-D tiles: a 2-D grid, `offs_m[:, None]` and `offs_n[None, :]` broadcast into a tile of
 #   addresses, and the mask `(offs_m[:, None] < M) & (offs_n[None, :] < N)`, one test per dimension.
 #
