@@ -31,7 +31,9 @@ from autograder.kit import *  # noqa: F403 (the build places autograder/kit.py h
 
 # %% [markdown]
 # The setup cell also defined the helpers the tests use (`rand`, `check_output`, ...). You do not
-# need to read it; each test explains what it checks, and a failure says what to look at.
+# need to read it; each test explains what it checks, and a failure says what to look at. Note
+# that `rand(n)` draws from a **normal** distribution (mean 0, standard deviation 1: negative
+# numbers too), unlike `torch.rand(n)`, which draws from [0, 1).
 #
 # ## 1. The same operation on lots of data
 #
@@ -181,7 +183,8 @@ print("lane:   ", lane_of.tolist())
 # ## 6. Launching: the grid and `triton.cdiv`
 #
 # A kernel is launched by indexing it with a **grid**, the number of programs to run, then calling
-# it with the arguments; `tl.constexpr` arguments are passed by keyword:
+# it with the arguments. By convention `tl.constexpr` arguments are passed by keyword, so that a
+# launch says which numbers are compiled into the kernel (positionally works too):
 #
 # ```python
 # copy_kernel[grid](src, dst, n, BLOCK_SIZE=1024)    # grid = (number of programs,)
@@ -371,14 +374,12 @@ print("add_kernel passed the hidden tests.")
 #   assign registers.
 # - **Too small** (16, 32, 64): each program does too little work for what it costs to schedule,
 #   most threads of its warps idle, and too few bytes are in flight at once to keep the memory busy.
-#   On an H200 a block of 16 reaches about 320 GB/s, under a tenth of what the memory can do.
 # - **Too large** (32768, 65536): each program must hold its whole block in registers; past what
-#   the registers can hold, values spill to slow memory, and speed collapses (about 550 GB/s at
-#   65536 on an H200).
+#   the registers can hold, values spill to slow memory, and speed collapses.
 #   Huge blocks also leave multiprocessors idle on small arrays: 2^16 elements in blocks of 16384
-#   are only 4 programs for 132 multiprocessors.
-# - **In between** (256 to 16384 on an H200) the speed is flat, at the speed of memory. 1024 is the
-#   usual default, and the one we use. You will measure this yourself in section 9.
+#   are only 4 programs for an H200's 132 multiprocessors (a T4 has 40).
+# - **In between** the speed is flat, at the speed of memory. 1024 is the usual default, and the
+#   one we use. You will measure where the flat part begins and ends on your GPU in section 9.
 #
 # ## Exercise 3: the `add` function (5 points)
 #
@@ -506,30 +507,37 @@ for n in sizes:
     results["torch.add (x + y)"].append(gbps(nbytes, bench_ms(lambda: x + y)))
     del x, y
 for n, ours, theirs in zip(sizes, *results.values()):
-    print(f"n = 2^{n.bit_length() - 1:2}: add {ours:9.4g} GB/s, torch {theirs:9.4g} GB/s")
+    print(f"n = 2^{n.bit_length() - 1:2}: add {ours:9.4g} GB/s ({3 * n * 4 / ours / 1e3:8.4g} us), "
+          f"torch {theirs:9.4g} GB/s")
 if not ON_GPU:
     print("Interpreter: these numbers time Python on the CPU and mean nothing about GPUs.")
 plot_bandwidth(sizes, results, "Vector add, fp32", roof=roof)
+ours, theirs = results["add (your Triton kernel)"], results["torch.add (x + y)"]
+print(f"From 2^{sizes[0].bit_length() - 1} to 2^{sizes[1].bit_length() - 1} elements your add's "
+      f"bandwidth grew {ours[1] / ours[0]:.2g}x for 4x the bytes; at 2^{sizes[-1].bit_length() - 1} "
+      f"it reaches {ours[-1] / roof:.0%} of the copy bandwidth ({roof:.4g} GB/s), and "
+      f"{ours[-1] / theirs[-1]:.2f}x torch's speed.")
 
 # %% [markdown]
 # **Reading the plot** (on a GPU; under the interpreter the numbers time NumPy on your CPU and mean
-# nothing, so read this with the H200 figures below).
+# nothing). Check each point against your printed figures.
 #
-# - **Small sizes are launch-bound.** Starting a kernel costs a few microseconds whatever it does.
-#   On an H200, `add` takes about 4 to 5 µs for every size from 2^12 to 2^18 elements: 64 times
-#   more data in the same time. At 2^12 that is only about 11 to 13 GB/s (torch: about 10), so the
-#   left of the plot hugs zero; the printed table shows the bandwidth growing about fourfold from
-#   one line to the next, because the time stays flat while the bytes quadruple.
-# - **Large sizes are bandwidth-bound.** From about 2^22 elements on, the launch cost is small next
-#   to the time spent moving data, and both lines flatten near the roof: at 2^26 elements, `add`
-#   and torch both reach about 4240 GB/s on an H200, where a plain copy measures 4100 to 4200 GB/s.
-#   (Reaching, or even slightly passing, the copy line is not a miracle: the copy is measured once at
-#   2^26 elements, and a kernel that reads twice as much as it writes uses the memory bus a little
-#   more efficiently than one that reads and writes equally.)
-# - **Your kernel and torch are the same speed.** For one element-wise operation there is nothing
-#   to win: both are limited by memory, and torch's own kernel is good. Triton pays off when a
-#   kernel does something torch cannot do in one pass, such as fusing several operations so that
-#   intermediate results never travel to memory: that is lesson 04.
+# - **Small sizes are launch-bound.** Starting a kernel costs a few microseconds whatever it does,
+#   so the time (in the table, in µs) hardly changes from one small size to the next while the
+#   bytes quadruple: the bandwidth grows about fourfold per line, and the left of the plot hugs
+#   zero.
+# - **Large sizes are bandwidth-bound.** At the right the launch cost is small next to the time
+#   spent moving data, and both lines flatten near the roof. (Reaching, or even slightly passing,
+#   the copy line is not a miracle: the copy is measured once, and a kernel that reads twice as
+#   much as it writes can use the memory bus a little more efficiently than one that reads and
+#   writes equally.)
+# - **Your kernel and torch run at about the same speed.** For one element-wise operation there
+#   is nothing to win: both are limited by memory, and torch's own kernel is good. Triton pays off
+#   when a kernel does something torch cannot do in one pass, such as fusing several operations so
+#   that intermediate results never travel to memory: that is lesson 04.
+#
+# For reference, on an H200: 4 to 5 µs for every size up to 2^18 elements, and at 2^26 about
+# 4240 GB/s for both, where a copy measures 4100 to 4200 GB/s.
 #
 # Now the claims of section 8, measured: `add_kernel` on 2^24 elements (2^14 under the
 # interpreter) with block sizes from 16 to 65536.
@@ -552,13 +560,18 @@ for block in blocks:
 check_output(out, x + y, name="add_kernel")  # the last run's result, as a sanity check
 plot_bandwidth(blocks, {"add_kernel": speeds}, f"add_kernel on {n} fp32 elements", roof=copy_bandwidth(),
                xlabel="BLOCK_SIZE")
+best = max(speeds)
+flat = [block for block, speed in zip(blocks, speeds) if speed >= 0.9 * best]
+print(f"Within 10% of the best speed ({best:.4g} GB/s): BLOCK_SIZE {flat[0]} to {flat[-1]}. "
+      f"BLOCK_SIZE {blocks[0]} reaches {speeds[0] / best:.0%} of it, {blocks[-1]} {speeds[-1] / best:.0%}.")
 
 # %% [markdown]
-# On an H200 this curve grows about fourfold with every fourfold block up to 256 (about 317 GB/s at
-# 16, 1240 at 64, 3750 at 256), stays flat near 3800 GB/s from 256 to 16384, and collapses beyond, to
-# about 550 GB/s at 65536, where the block no longer fits in registers. A T4 or another GPU gives
-# other numbers but the same shape. Under the interpreter the curve means nothing about GPUs: it
-# only shows that Python pays a price for every program it runs.
+# Read the curve with section 8's claims: it grows with the block while blocks are too small,
+# stays flat over a wide middle (your printout says where), and falls for the largest blocks,
+# which no longer fit in registers. A T4 or another GPU gives other numbers but the same shape.
+# Under the interpreter the curve means nothing about GPUs: it only shows that Python pays a
+# price for every program it runs. (For reference, on an H200: about 317 GB/s at 16, flat near
+# 3800 GB/s from 256 to 16384, about 550 GB/s at 65536.)
 #
 # ## Exercise 4: `add` at the speed of memory (2 points)
 #
