@@ -42,6 +42,14 @@ def gpu_memory_gib(gpus):
         return None
 
 
+def usable_cores():
+    """The cores this grader may use: a SLURM task's own (`--cpus-per-task`, which clusters without
+    CPU binding do not enforce), else those this process may run on (a container's or a job's
+    cpuset), not every core of the machine."""
+    allotted = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    return int(allotted) if allotted.isdigit() else len(os.sched_getaffinity(0))
+
+
 # What a notebook holds on its GPU outside torch's allocator (the CUDA context, Triton's and cuBLAS's
 # buffers), with a margin.
 GPU_CONTEXT_GB = 1.0
@@ -51,7 +59,7 @@ def default_workers(gpus, gpu_memory_gb=Settings.gpu_memory_gb, cores=None, memo
     """One notebook per core; never more notebooks on a GPU than its memory holds at their cap, so
     none runs out of memory because of its neighbours (its grade would depend on the batch).
     More workers than cores bought nothing on a 16-core H200 box: see docs/benchmarks.md."""
-    cores = cores or os.cpu_count() or 1
+    cores = cores or usable_cores()
     if not gpus:
         return cores
     memory_gib = memory_gib or gpu_memory_gib(gpus)
@@ -95,7 +103,7 @@ class Progress:
 def run_batch(course, assignment, submissions, reports, settings, workers, gpus):
     """Grade submissions in parallel; each result is saved as soon as it is known."""
     if not settings.threads:
-        settings = replace(settings, threads=max(1, (os.cpu_count() or 1) // workers))
+        settings = replace(settings, threads=max(1, usable_cores() // workers))
     # The turn sockets live apart from the template, which each submission's scratch course copies.
     with tempfile.TemporaryDirectory(prefix="autograder-template-") as folder, \
             tempfile.TemporaryDirectory(prefix="autograder-turns-") as sockets:
