@@ -29,13 +29,16 @@ c.LimitOutput.max_traceback = 40
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# nbgrader's feedback shows the autograded notebook, in which the hidden tests were put back for
-# grading, and tracebacks that quote them. Both are cleared again, so hidden tests stay secret;
-# each failure's message stays, so the student still reads why a hidden test failed.
+# nbgrader's feedback shows the autograded notebook: every output of the grading run, which ran the
+# student's code after the hidden tests were put back (code that can read them and print them, in any
+# encoding), and the hidden tests themselves. So feedback keeps none of those outputs: it leads with
+# the score and what failed, folds the course setup away, and shows the notebook as handed in with one
+# bounded verdict line under each test (autograder/grade/feedback.py); hidden tests are cleared.
+# The formgrader and autograded/ keep everything, for the instructor.
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
-from autograder.grade.feedback import HideHiddenTestTracebacks, RedactHiddenTests  # noqa: E402
+from autograder.grade.feedback import FoldReadOnlyCode, KeepVerdictsOnly, LeadWithSummary  # noqa: E402
 
-c.GenerateFeedback.preprocessors = [HideHiddenTestTracebacks, RedactHiddenTests, ClearHiddenTests, GetGrades,
-                                    CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.preprocessors = [GetGrades, KeepVerdictsOnly, LeadWithSummary, ClearHiddenTests,
+                                    FoldReadOnlyCode, CSSHTMLHeaderPreprocessor]

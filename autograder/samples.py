@@ -11,6 +11,9 @@ tests/corpus/<lesson>.py): a Python literal mapping each student to
   delete        [cell id, ...] cells the student deleted (optional),
   file          (optional) "corrupt: <text>" for a file that is not a notebook, or a file name,
                 for a notebook the student renamed,
+  beside        (optional) {file name: text} files the student handed in beside the notebook,
+  strip_metadata (optional) True: every cell's metadata dropped and its id made anew, as an editor
+                that does not keep nbgrader's metadata saves a notebook,
   fails         the tests it must fail (all others must pass with full points; cells graded by
                 hand, like written answers, are not tests: they wait for a person),
   status        (optional) the expected status, when not the usual one: "failed tests" when it
@@ -64,12 +67,18 @@ def make_submission(course, lesson, sample):
     for number, (after, source) in enumerate(sample.get("add_cells", [])):
         position = next(i for i, cell in enumerate(nb.cells) if cell.id == after) + 1
         nb.cells.insert(position, nbformat.v4.new_code_cell(source, id=f"added-{number}"))
+    if sample.get("strip_metadata"):
+        for number, cell in enumerate(nb.cells):
+            cell.metadata, cell.id = {}, f"stripped-{number}"
     return nb
 
 
 def write_submission(course, lesson, sample, folder):
-    """Write the sample's notebook file (or its corrupt stand-in) into a submission folder."""
+    """Write the sample's notebook file (or its corrupt stand-in), and any files beside it, into a
+    submission folder."""
     folder.mkdir(parents=True, exist_ok=True)
+    for name, text in sample.get("beside", {}).items():
+        (folder / name).write_text(text)
     spec = sample.get("file", "")
     if spec.startswith("corrupt:"):
         (folder / f"{lesson}.ipynb").write_text(spec.split(":", 1)[1])

@@ -1,48 +1,115 @@
-"""Feedback steps for nbgrader's generate_feedback (configured in nbgrader_config.py)."""
+"""Feedback steps for nbgrader's generate_feedback (configured in nbgrader_config.py).
+
+The grading run executes the student's code, which can read the hidden tests while they run (IPython's
+`In`, frames, linecache) and encode them into anything it outputs: text, a plot, an exception, in
+base64 or backwards. So no output of the grading run reaches the student: feedback is the notebook as
+handed in (answers as written, the course's cells as nbgrader restored them, hidden tests cleared)
+and, under each test, one verdict line: passed or failed, its points, and the failure's message
+bounded to VERDICT_CHARS characters on one line. The instructor's autograded notebook and the
+formgrader keep every output.
+"""
+import html
+import re
+
+import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from autograder.grade.isolate import STOPPED
+from autograder.grade.record import failure_message
 
-class HideHiddenTestTracebacks(NbGraderPreprocessor):
-    """A traceback quotes the lines around the failure, and in a hidden test those lines are the
-    hidden test. Keep only the error's last line, which for our checks is the teaching message.
-    Runs before ClearHiddenTests, while the markers still say which cells hide tests."""
-
-    def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and "### BEGIN HIDDEN TESTS" in cell.source:
-            for output in cell.outputs:
-                if output.output_type == "error":
-                    output.traceback = [f"{output.ename}: {output.evalue}",
-                                        "(the traceback of a hidden test is not shown)"]
-        return cell, resources
-
-
+VERDICT_CHARS = 300  # what one failing test can say: its check's message, never a page of output
+# Errors whose message the course's checks or the grader (isolate.py) write. Any other error was
+# raised by code the test called (the student's), with a message of their choosing: only its type is shown.
+OWN_ERRORS = {"CheckFailed", STOPPED, "ErrorHidden", "GradingIntegrity"}
+FOLD_LINES = 30  # a read-only cell longer than this (the course setup) is folded away
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+WITHHELD = "(its message is not shown: it quotes a hidden test)"
 
 
-class RedactHiddenTests(NbGraderPreprocessor):
-    """Student code can read the hidden tests while they run (IPython's In and _ih, linecache, the
-    frame of a hidden test that calls it) and print them, or raise them as a message. No output of
-    any cell may quote a line of them. Runs before ClearHiddenTests, while the markers still show
-    which lines are hidden."""
+def _grading(cell):
+    meta = cell.metadata.get("nbgrader", {})
+    return meta if cell.cell_type == "code" and meta.get("grade") else None
+
+
+def _hidden_lines(nb):
+    return {line.strip() for cell in nb.cells for part in cell.source.split(BEGIN)[1:]
+            for line in part.split(END)[0].splitlines() if len(line.strip()) >= 12}
+
+
+def bounded(message, hidden=()):
+    """The message on one line, without control characters, at most VERDICT_CHARS long; withheld
+    when it quotes a line of a hidden test (encoded copies are what the bound is for)."""
+    line = " ".join(re.sub(r"[\x00-\x1f\x7f-\x9f]", " ", message).split())
+    if any(h in line for h in hidden):
+        return WITHHELD
+    return line if len(line) <= VERDICT_CHARS else line[:VERDICT_CHARS - 1] + "…"
+
+
+def verdict_message(cell, hidden=()):
+    """Why a test cell failed, as the student may read it."""
+    error = next((o for o in cell.get("outputs", []) if o.output_type == "error"), None)
+    if error is None or error.ename in OWN_ERRORS:
+        return bounded(failure_message(cell), hidden)
+    ename = re.sub(r"[^\w.]", "", error.ename)[:60]
+    return f"{ename} was raised in code the test called; run the notebook to read its message"
+
+
+class KeepVerdictsOnly(NbGraderPreprocessor):
+    """Every output of the grading run is dropped; a test cell shows its verdict instead. Runs after
+    GetGrades (the points) and before ClearHiddenTests (which hides the lines a message may quote)."""
 
     def preprocess(self, nb, resources):
-        hidden = {line.strip() for cell in nb.cells for part in cell.source.split(BEGIN)[1:]
-                  for line in part.split(END)[0].splitlines() if len(line.strip()) >= 12}
-        if not hidden:
-            return nb, resources
-
-        def scrub(text):
-            return "\n".join("[a line of a hidden test was removed]" if any(h in line for h in hidden)
-                             else line for line in text.split("\n"))
-
+        hidden = _hidden_lines(nb)
         for cell in nb.cells:
-            for output in cell.get("outputs", []):
-                if isinstance(output.get("text"), str):
-                    output.text = scrub(output.text)
-                for mime, value in output.get("data", {}).items():
-                    if isinstance(value, str) and mime.startswith("text/"):
-                        output.data[mime] = scrub(value)
-                if output.get("output_type") == "error":
-                    output.evalue = scrub(output.get("evalue", ""))
-                    output.traceback = [scrub(line) for line in output.get("traceback", [])]
+            if cell.cell_type != "code":
+                continue
+            meta, message = _grading(cell), verdict_message(cell, hidden)
+            cell.outputs, cell.execution_count = [], None
+            if meta is None:
+                continue
+            score, points = meta.get("score"), meta.get("points", 0)
+            if score is None:
+                text, stream = f"to be graded by hand ({points:g} points)", "stdout"
+            elif score >= points:
+                text, stream = f"passed: {score:g} of {points:g} points", "stdout"
+            else:
+                text, stream = f"failed: {score:g} of {points:g} points. {message}", "stderr"
+            cell.outputs = [nbformat.v4.new_output("stream", name=stream, text=text)]
         return nb, resources
+
+
+class LeadWithSummary(NbGraderPreprocessor):
+    """A first cell that says the score and, before anything else, what failed and why. Runs after
+    KeepVerdictsOnly and reads its verdicts."""
+
+    def preprocess(self, nb, resources):
+        failed = [(meta["grade_id"], cell.outputs[0].text) for cell in nb.cells
+                  if (meta := _grading(cell)) and cell.outputs and cell.outputs[0].get("name") == "stderr"]
+        grades = resources.get("nbgrader", {})
+        top = f"<p><b>Score: {grades.get('score', 0):g} of {grades.get('max_score', 0):g}.</b> "
+        if failed:
+            items = "".join(f'<li><a href="#{html.escape(name)}">{html.escape(name)}</a>: {html.escape(text)}</li>'
+                            for name, text in failed)
+            body = f"{len(failed)} test(s) failed:</p><ul>{items}</ul>"
+        else:
+            body = "Every test passed.</p>"
+        note = ("<p>Below: your notebook as you handed it in, with each test's verdict under it. "
+                "Outputs are not shown; run the notebook to see them.</p>")
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(f'<div class="alert alert-info">{top}{body}{note}</div>'))
+        return nb, resources
+
+
+class FoldReadOnlyCode(NbGraderPreprocessor):
+    """The course setup (hundreds of lines the student did not write) is folded away, so that the
+    page opens with the summary and the first exercise."""
+
+    def preprocess_cell(self, cell, resources, index):
+        meta = cell.metadata.get("nbgrader", {})
+        lines = cell.source.count("\n") + 1
+        if cell.cell_type == "code" and meta.get("locked") and not meta.get("grade") and lines > FOLD_LINES:
+            fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", cell.source)), default=0))
+            title = re.sub(r"^#\s*(@title\s*)?|\{.*", "", cell.source.splitlines()[0]).strip() or "read-only code"
+            cell = nbformat.v4.new_markdown_cell(
+                f"<details><summary>{html.escape(title)} ({lines} lines, folded: click to open)</summary>\n\n"
+                f"{fence}python\n{cell.source}\n{fence}\n\n</details>")
+        return cell, resources

@@ -30,6 +30,8 @@ class StudentGrade:
     flags: list = field(default_factory=list)
     # seconds in the sandbox, of which starting it and the kernel, and each cell's (report.html)
     timings: dict = field(default_factory=dict)
+    # what a person should know that is no integrity concern: files left out, metadata recovered
+    notes: list = field(default_factory=list)
 
     def to_json(self):
         return json.dumps(asdict(self), indent=1)
@@ -56,14 +58,15 @@ def max_score(gradebook, assignment):
     return gradebook.find_notebook(assignment, assignment).max_score
 
 
-def not_graded(student, assignment, course, reason, seconds=0.0, flags=()):
+def not_graded(student, assignment, course, reason, seconds=0.0, flags=(), notes=()):
     """A submission that could not be run at all still gets a row, a zero and the reason."""
     with Gradebook(course.db_url) as gradebook:
         top = max_score(gradebook, assignment)
-    return StudentGrade(student, 0.0, top, "error", reason, seconds, [], list(flags))
+    return StudentGrade(student, 0.0, top, "error", "; ".join([reason, *notes]), seconds, [], list(flags), {},
+                        list(notes))
 
 
-def record(scratch, assignment, student, run_status, seconds, flags):
+def record(scratch, assignment, student, run_status, seconds, flags, notes=()):
     """Read the scratch course's gradebook and autograded notebook for one student's run."""
     notebook = scratch.root / "autograded" / student / assignment / f"{assignment}.ipynb"
     with Gradebook(scratch.db_url) as gradebook:
@@ -85,9 +88,9 @@ def record(scratch, assignment, student, run_status, seconds, flags):
     manual = [t.test for t in tests if t.manual]
     reasons = ([run_status["reason"]] if run_status.get("reason") else []) + \
         [f"{t.test}: {t.message}" for t in failed] + \
-        ([f"to grade by hand: {', '.join(manual)}"] if manual else [])
+        ([f"to grade by hand: {', '.join(manual)}"] if manual else []) + list(notes)
     status = "stopped" if run_status.get("reason") else "failed tests" if failed else \
         "needs manual grading" if manual else "ok"
     timings = {"sandbox": run_status.get("seconds"), **run_status.get("timings", {})}
     return StudentGrade(student, sum(t.score for t in tests), top, status, "; ".join(reasons), seconds,
-                        tests, flags, timings)
+                        tests, flags, timings, list(notes))

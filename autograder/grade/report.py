@@ -31,8 +31,9 @@ def print_table(grades):
 
 
 def copy_feedback(course, assignment, grades, folder):
-    """nbgrader's feedback for each graded student (hidden tests cleared, see nbgrader_config.py),
-    made by the worker that graded it, or here if it is missing; a page with the reason for a
+    """nbgrader's feedback for each graded student (the notebook as handed in, a verdict per test,
+    nothing the grading run output: see feedback.py), made by the worker that graded it, or here if
+    it is missing; a page with the reason for a
     submission that could not be run."""
     folder.mkdir(parents=True, exist_ok=True)
 
@@ -112,8 +113,12 @@ def write_report(grades, assignment, path):
                       for g in grades if g.flags or g.status in ("error", "stopped"))
     total = sum(g.seconds for g in grades)
     phases, slowest = time_split(grades)
-    split = "".join(f"<tr><td>{html.escape(name)}</td><td>{seconds:.1f}</td></tr>"
-                    for name, seconds in [*phases.items(), *((f"cell {n}", s) for n, s in slowest)])
+    # Cells are named as the run named them: a grade_id, or "cell N" for a cell without one.
+    split = "".join(f"<tr><td>{html.escape(name)}</td><td>{seconds:.1f}</td></tr>" for name, seconds in phases.items())
+    split += '<tr><th colspan="2">slowest cells</th></tr>' + "".join(
+        f"<tr><td>{html.escape(name)}</td><td>{seconds:.1f}</td></tr>" for name, seconds in slowest)
+    notes = "".join(f"<tr><td>{html.escape(g.student)}</td><td>{'<br>'.join(html.escape(n) for n in g.notes)}</td></tr>"
+                    for g in grades if g.notes)
     path.write_text(f"""<!doctype html><html><head><meta charset="utf-8"><title>{assignment}: grades</title>
 <style>body{{font-family:sans-serif;margin:2em}} td,th{{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}}</style>
 </head><body><h1>{html.escape(assignment)}: {len(grades)} submissions</h1>
@@ -123,5 +128,7 @@ Grading took {total:.0f} s of run time in all, {total / max(1, len(grades)):.1f}
 {"".join(figures)}
 <h2>Most common failure reasons</h2><table><tr><th>students</th><th>message</th></tr>{rows}</table>
 <h2>Flagged for review</h2><table><tr><th>student</th><th>score</th><th>status</th><th>why</th></tr>{flagged}</table>
+<h2>Notes</h2><p>Not integrity concerns: files handed in beside a notebook (never graded), cell metadata
+recovered from the release, an LMS's late mark.</p><table><tr><th>student</th><th>note</th></tr>{notes}</table>
 <h2>Where the time went (median seconds per submission)</h2><table>{split}</table>
 </body></html>""")

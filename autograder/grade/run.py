@@ -18,6 +18,7 @@ import nbformat
 
 from autograder.course import Course
 from autograder.grade import integrity
+from autograder.grade.collect import TIMESTAMP, beside_notebook, left_out_note, recover_metadata
 from autograder.grade.integrity import grade_id
 from autograder.grade.record import not_graded, record
 
@@ -60,35 +61,49 @@ class SandboxRunner:
         except Exception as error:  # one submission must never stop the batch: it gets a row and a reason
             return not_graded(submission.student, self.assignment, self.template,
                               f"the grader failed on this notebook ({type(error).__name__}: {error}); "
-                              "a person must look at it", time.monotonic() - started, list(submission.notes))
+                              "a person must look at it", time.monotonic() - started, list(submission.flags),
+                              list(submission.notes))
 
     def _grade(self, submission, gpu, gpu_turn, started):
         if submission.notebook is None:
-            return not_graded(submission.student, self.assignment, self.template, "; ".join(submission.notes))
+            return not_graded(submission.student, self.assignment, self.template, "; ".join(submission.flags),
+                              notes=submission.notes)
         try:
             student_nb = nbformat.read(submission.notebook, as_version=4)
         except Exception as error:  # anything that is not a notebook: truncated, binary, wrong JSON
             return not_graded(submission.student, self.assignment, self.template,
                               f"the notebook could not be read ({type(error).__name__}: {error}); "
-                              "was it saved completely, as .ipynb?")
-        flags = submission.notes + integrity.tampering(student_nb, self.release) + \
+                              "was it saved completely, as .ipynb?", notes=submission.notes)
+        left_out = beside_notebook(submission)
+        notes = submission.notes + ([left_out_note(left_out, student_nb)] if left_out else [])
+        student_nb, recovered, problem = recover_metadata(student_nb, self.release)
+        flags = submission.flags + integrity.tampering(student_nb, self.release) + \
             integrity.audit(student_nb, self.release, self.wrappers)
+        if problem:
+            return not_graded(submission.student, self.assignment, self.template, problem,
+                              time.monotonic() - started, flags, notes)
+        notes += [recovered] if recovered else []
         with tempfile.TemporaryDirectory(prefix=f"grade-{submission.student}-") as scratch_dir:
             scratch = Course(Path(scratch_dir) / "course")
             shutil.copytree(self.template.root, scratch.root)
+            # Only the notebook goes in (and nbgrader's timestamp): nothing handed in beside it is
+            # in the folder the notebook runs in, so nothing there can be imported or read.
             target = scratch.root / "submitted" / submission.student / self.assignment
-            shutil.copytree(submission.folder, target, ignore=shutil.ignore_patterns("*.ipynb"))
+            target.mkdir(parents=True)
+            if (submission.folder / TIMESTAMP).is_file():
+                shutil.copy(submission.folder / TIMESTAMP, target / TIMESTAMP)
             nbformat.write(restore_missing(student_nb, self.release), target / f"{self.assignment}.ipynb")
             status_file = Path(scratch_dir) / "status.json"
             api = self._nbgrader(scratch, status_file, gpu, gpu_turn)
             log = _logged(api.autograde(self.assignment, submission.student, force=True, create=True))
             status = _json(status_file)
+            flags = flags + status.get("flags", [])  # what the sealed tests found (execute.py, seal.py)
             grade = record(scratch, self.assignment, submission.student, status,
-                           time.monotonic() - started, flags)
+                           time.monotonic() - started, flags, notes)
             if grade is None:
                 return not_graded(submission.student, self.assignment, self.template,
                                   f"nbgrader could not grade it: {_last_error(log)}",
-                                  time.monotonic() - started, flags)
+                                  time.monotonic() - started, flags, notes)
             # The student's feedback is made here, in parallel, rather than for the class at the end.
             api.generate_feedback(self.assignment, submission.student, force=True)
             for stage in ("autograded", "feedback"):

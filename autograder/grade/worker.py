@@ -65,7 +65,8 @@ class Worker:
         if self.process is None or self.process.poll() is not None:
             self.start()
         job = {"student": submission.student, "folder": str(submission.folder),
-               "notebook": submission.notebook and str(submission.notebook), "notes": submission.notes,
+               "notebook": submission.notebook and str(submission.notebook), "flags": submission.flags,
+               "notes": submission.notes,
                "gpu": self.gpu, "gpu_turn": self.gpu_turn and str(self.gpu_turn)}
         try:
             self.process.stdin.write(json.dumps(job) + "\n")
@@ -83,7 +84,7 @@ class Worker:
         self.stop()
         return not_graded(submission.student, self.assignment, self.template,
                           f"{reason}; a person must look at it", time.monotonic() - started,
-                          list(submission.notes))
+                          list(submission.flags), list(submission.notes))
 
 
 def main(argv=None):
@@ -100,7 +101,7 @@ def main(argv=None):
             runner = SandboxRunner(Course(Path(spec["course"])), spec["assignment"],
                                    Course(Path(spec["template"])), Settings(**spec["settings"]))
         submission = Submission(job["student"], Path(job["folder"]),
-                                job["notebook"] and Path(job["notebook"]), job["notes"])
+                                job["notebook"] and Path(job["notebook"]), job["flags"], job["notes"])
         grade = runner(submission, gpu=job["gpu"], gpu_turn=job["gpu_turn"])
         results.write(json.dumps(asdict(grade)) + "\n")
         results.flush()
