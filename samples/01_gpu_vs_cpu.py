@@ -4,9 +4,61 @@
 # synchronize fails only on a GPU, so it is not a sample). The written_* cells are graded by hand:
 # they wait for a person, except in the untouched release, where nbgrader scores an unanswered
 # cell 0 at once. Samples marked "ci": False are graded by the demo only; CI keeps a kernel that
-# writes past the end (cy) and a wrong timer (dee).
+# writes past the end (cy), a wrong timer (dee) and ida, a second correct answer to every exercise,
+# written differently from the solutions (tests/test_second_answers.py checks that it covers them),
+# which must lose no points: a hidden test that rejects it rejects a valid answer.
 {
     "ada": {"about": "a correct submission", "answers": "solution", "fails": []},
+    "ida": {"about": "every answer written differently, all correct", "answers": "solution", "fails": [],
+            "replace": {
+                "time_gpu": """import statistics
+
+
+def time_gpu(fn, repeats=20):
+    wait = torch.cuda.synchronize if ON_GPU else (lambda: None)
+    fn()
+    samples = []
+    while len(samples) < repeats:
+        wait()
+        t0 = time.perf_counter_ns()
+        fn()
+        wait()
+        samples.append((time.perf_counter_ns() - t0) / 1e6)
+    return statistics.median(samples)
+""",
+                "crossover": """def crossover(sizes, cpu_ms, gpu_ms):
+    wins = [gpu < cpu for cpu, gpu in zip(cpu_ms, gpu_ms)]
+    if not wins[-1]:
+        return None
+    first = len(wins)
+    while first > 0 and wins[first - 1]:
+        first -= 1
+    return sizes[first]
+""",
+                "roofline": """def bytes_moved(n, dtype, reads, writes):
+    info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
+    return (reads + writes) * n * (info.bits // 8)
+
+
+def arithmetic_intensity(flops, nbytes):
+    return float(flops) / float(nbytes)
+
+
+def bound(flops, nbytes, peak_flops, bandwidth):
+    # intensity < peak / bandwidth, without dividing
+    return "memory" if flops * bandwidth < peak_flops * nbytes else "compute"
+""",
+                "scale_kernel": """@triton.jit
+def scale_kernel(x_ptr, out_ptr, a, n_elements, BLOCK_SIZE: tl.constexpr):
+    start = tl.program_id(0) * BLOCK_SIZE
+    idx = start + tl.arange(0, BLOCK_SIZE)
+    inside = idx < n_elements
+    tl.store(out_ptr + idx, tl.load(x_ptr + idx, mask=inside, other=0.0) * a, mask=inside)
+""",
+                "quiz_q1": 'answer_q1 = " C "\n',
+                "quiz_q2": "answer_q2 = 'D'\n",
+                "quiz_q3": 'answer_q3 = "a "\n',
+            }},
     "bo": {"about": "the release, untouched", "answers": "release",
            "fails": ["test_add_bandwidth", "test_arithmetic_intensity", "test_bound", "test_bound_hidden",
                      "test_bytes_moved", "test_crossover", "test_crossover_hidden", "test_quiz_q1",

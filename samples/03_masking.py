@@ -4,14 +4,66 @@
 # Every expected failure is the same on a GPU and under the interpreter (a sum loaded without
 # other= passes under the interpreter, which fills off lanes with 0, so it is not a sample).
 # Samples marked "ci": False are graded by the demo only; CI keeps a wrong neutral element with the
-# matching wrong quiz answer (cy) and stores outside the matrix (eve).
+# matching wrong quiz answer (cy), stores outside the matrix (eve) and ida, a second correct answer
+# to every exercise, written differently from the solutions (tests/test_second_answers.py checks
+# that it covers them), which must lose no points: a hidden test that rejects it rejects a valid answer.
 {
     "ada": {"about": "a correct submission", "answers": "solution", "fails": []},
+    "ida": {"about": "every answer written differently, all correct", "answers": "solution", "fails": [],
+            "replace": {
+                "q_grid": 'answer_grid = "B"\n',
+                "q_max_other": "answer_max_other = ' b'\n",
+                "q_min_other": 'answer_min_other = "C "\n',
+                "row_sum_kernel": """@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, n_cols, stride_row, stride_col, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    values = tl.load(x_ptr + row * stride_row + cols * stride_col, mask=cols < n_cols)
+    values = tl.where(cols < n_cols, values.to(tl.float32), 0.0)  # off lanes: whatever was loaded, now 0
+    tl.store(out_ptr + row, tl.sum(values, axis=0))
+""",
+                "row_sum": """def row_sum(x):
+    n_rows, n_cols = x.shape
+    out = torch.empty((n_rows,), dtype=x.dtype, device=x.device)
+    row_sum_kernel[(n_rows,)](x, out, n_cols, *x.stride(), BLOCK_SIZE=max(16, triton.next_power_of_2(n_cols)))
+    return out
+""",
+                "row_max_kernel": """@triton.jit
+def row_max_kernel(x_ptr, out_ptr, n_cols, stride_row, stride_col, BLOCK_SIZE: tl.constexpr):
+    offs = tl.arange(0, BLOCK_SIZE)
+    row_start = x_ptr + tl.program_id(0) * stride_row
+    x = tl.load(row_start + offs * stride_col, mask=offs < n_cols, other=float("-inf"))
+    tl.store(out_ptr + tl.program_id(0), tl.max(x, 0))
+""",
+                "row_max": """def row_max(x):
+    rows, cols = x.shape
+    block = 1 << (cols - 1).bit_length()  # the next power of two
+    result = torch.empty(rows, dtype=x.dtype, device=x.device)
+    row_max_kernel[(rows,)](x, result, cols, x.stride(0), x.stride(1), BLOCK_SIZE=block)
+    return result
+""",
+                "copy_2d_kernel": """@triton.jit
+def copy_2d_kernel(x_ptr, out_ptr, M, N, stride_xm, stride_xn, stride_om, stride_on,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    inside = (rows < M) & (cols < N)
+    tile = tl.load(x_ptr + rows * stride_xm + cols * stride_xn, mask=inside, other=0.0)
+    tl.store(out_ptr + rows * stride_om + cols * stride_on, tile, mask=inside)
+""",
+                "copy_2d": """def copy_2d(x):
+    M, N = x.shape
+    out = x.new_empty((M, N))  # new_empty makes a contiguous tensor, whatever x's layout
+    tiles = (triton.cdiv(M, 64), triton.cdiv(N, 64))
+    copy_2d_kernel[tiles](x, out, M, N, *x.stride(), *out.stride(), BLOCK_M=64, BLOCK_N=64)
+    return out
+""",
+            }},
     "bo": {"about": "the release, untouched", "answers": "release",
            "fails": ["test_copy_2d", "test_copy_2d_hidden", "test_copy_2d_kernel", "test_copy_2d_kernel_hidden",
-                     "test_copy_2d_performance", "test_q_max_other", "test_row_max", "test_row_max_hidden",
-                     "test_row_sum", "test_row_sum_hidden", "test_row_sum_kernel", "test_row_sum_kernel_hidden",
-                     "written_mask"]},
+                     "test_copy_2d_performance", "test_q_grid", "test_q_max_other", "test_q_min_other",
+                     "test_row_max", "test_row_max_hidden", "test_row_sum", "test_row_sum_hidden",
+                     "test_row_sum_kernel", "test_row_sum_kernel_hidden", "written_mask"]},
     "cy": {"about": "row_max with other=0.0, and quiz answer a (off lanes are never read)", "answers": "solution",
            "edits": {"row_max_kernel": [['other=-float("inf")', "other=0.0"]],
                      "q_max_other": [['answer_max_other = "b"', 'answer_max_other = "a"']]},
