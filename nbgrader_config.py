@@ -20,7 +20,8 @@ c.OverwriteCells.add_missing_cells = True
 c.Execute.timeout = 300
 c.Execute.interrupt_on_timeout = True
 
-# Keep feedback readable: long outputs and tracebacks are cut.
+# Keep the autograded notebook (the instructor's view; feedback shows no outputs) readable: long
+# outputs and tracebacks are cut.
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 40
 

@@ -9,14 +9,17 @@ Triton's interpreter here (on CUDA where there is a GPU), and then checks:
   (b) the same grades with one worker per run (a subset, graded while the corpus runs);
   (c) that subset graded as two shards into one reports folder, merged into one gradebook that
       `nbgrader export` lists, and a late submission graded into it afterwards;
-  (d) feedback for every student without hidden test code, report.html naming the flagged ones,
+  (d) feedback for every student without any output of the grading run (one bounded verdict per
+      test), report.html naming the flagged ones,
       and nothing written outside the sandbox.
 The corpus run dominates the time: the two submissions that never end are killed at the 120 s
 deadline, and (b) and (c) run beside them, while they spin.
 """
+import base64
 import csv
 import html
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -29,6 +32,7 @@ import torch
 from autograder.course import Course
 from autograder.demo import class_course
 from autograder.grade.batch import Settings, grade, merge
+from autograder.grade.feedback import VERDICT_CHARS
 from autograder.samples import load_samples, write_submission
 from conftest import ROOT
 
@@ -209,20 +213,45 @@ def _hidden_lines(course):
     return [line for line in lines if len(line) > 20 and not line.startswith("#") and line not in visible]
 
 
-def test_feedback_for_every_student_shows_no_hidden_test(course, graded):
+def _feedback_outputs(page):
+    """The text of every output area of a feedback page (nbconvert's classic template)."""
+    return [html.unescape(re.sub(r"<[^>]+>", "", body)).strip()
+            for body in re.findall(r'<div class="output_subarea[^"]*">(.*?)</div>', page, re.S)]
+
+
+def test_feedback_for_every_student_shows_no_output_of_the_grading_run(course, graded):
+    """Student code ran beside the hidden tests and can encode them into anything it outputs
+    (hidden_tests_encoded_in_outputs does, in base64, backwards, on stderr, in a plot and in an
+    exception). So feedback shows no output of the run at all: one verdict line per test, bounded."""
     hidden = _hidden_lines(course)
     assert hidden
     folder = graded.reports / LESSON / "feedback"
-    shown = {}
+    tests, shown = len(_points(course)), {}
     for student in MAIN:
         page = folder / f"{student}.html"
         assert page.is_file(), f"no feedback for {student}"
         assert page.stat().st_size < 4 << 20, f"{student}'s feedback is {page.stat().st_size >> 20} MB"
-        text = html.unescape(page.read_text())
-        leaked = [line for line in hidden if line in text]
+        text = page.read_text()
+        outputs = _feedback_outputs(text)
+        assert len(outputs) <= tests, f"{student}'s feedback has {len(outputs)} outputs for {tests} tests"
+        for output in outputs:
+            assert re.fullmatch(r"(passed|failed|to be graded by hand)\b[^\n]*", output), (student, output[:200])
+            assert len(output) <= VERDICT_CHARS + 40, (student, output[:200])
+        assert "data:image" not in text, f"{student}'s feedback shows an image the grading run made"
+        plain = html.unescape(text)
+        leaked = [line for line in hidden if line in plain or line[::-1] in plain
+                  or base64.b64encode(line.encode()).decode()[:24] in plain]
         if leaked:
             shown[student] = leaked[:2]
     assert not shown, f"hidden test code in feedback: {shown}"
+
+
+def test_feedback_leads_with_what_failed_and_folds_the_setup(course, graded):
+    page = (graded.reports / LESSON / "feedback" / "release.html").read_text()
+    summary, setup, first_test = (page.index(f"Score: 0 of {sum(_points(course).values())}"),
+                                  page.index("<details><summary>Course setup"), page.index('<a name="test_copy_kernel">'))
+    assert summary < setup < first_test
+    assert "test_add_hidden</a>: failed: 0 of 3 points" in page[summary:setup]
 
 
 def test_report_names_every_flagged_student(graded):

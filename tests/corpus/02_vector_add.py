@@ -217,6 +217,46 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "flags": ["torch fallback"],
     },
+    "files_beside_helper_module": {
+        "about": "add is imported from vector_helpers.py, handed in beside the notebook (a correct add, kernel "
+                 "and all): only the notebook is graded, so the import fails and the reason says why",
+        "answers": "solution",
+        "beside": {"vector_helpers.py": '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def helper_add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    n_elements = out.numel()
+    helper_add_kernel[(triton.cdiv(n_elements, 1024),)](x, y, out, n_elements, BLOCK_SIZE=1024)
+    return out
+'''},
+        "replace": {"add": "from vector_helpers import add  # the kernel and its wrapper live in vector_helpers.py"},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "reason": "the notebook imports vector_helpers, which is not a module here",
+    },
+    "files_beside_shadowing_modules": {
+        "about": "numpy.py and torch.py handed in beside the notebook, which would replace the real modules "
+                 "if they were importable (and break the setup cell): they are left out, and listed",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']]},
+        "beside": {"numpy.py": "raise ImportError('numpy.py, handed in beside the notebook, was imported')\n",
+                   "torch.py": "raise ImportError('torch.py, handed in beside the notebook, was imported')\n"},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "reason": "not graded, handed in beside the notebook (only the notebook is graded): numpy.py, torch.py",
+    },
     "fork_bomb": {
         "about": "forks 100000 sleeping children in the add cell: the sandbox's process limit stops it",
         "answers": "solution",
@@ -251,6 +291,41 @@ if torch.cuda.is_available():
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
                   "test_copy_kernel", "test_copy_kernel_hidden"],
         "flags": ["changes its share of GPU memory"],
+    },
+    "hidden_tests_encoded_in_outputs": {
+        "about": "add finds the hidden test that calls it (its caller's frames, the source cache) and puts it "
+                 "in every output it can: stdout in base64 and reversed, stderr, a plot, an exception: "
+                 "feedback shows none of the run's outputs, only a bounded verdict per test",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']]},
+        "replace": {"add": '''import base64
+import linecache
+import sys
+
+import matplotlib.pyplot as plt
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    frame, found = sys._getframe(1), ""
+    while frame is not None and not found:
+        lines = linecache.getlines(frame.f_code.co_filename)
+        found = "".join(lines) if any("BEGIN HIDDEN" in line for line in lines) else ""
+        frame = frame.f_back
+    if not found:
+        raise NotImplementedError()
+    print(base64.b64encode(found.encode()).decode())
+    print(found[::-1])
+    print(found, file=sys.stderr)
+    figure = plt.figure(figsize=(12, 8))
+    figure.text(0, 0, found[:3000], fontsize=5, family="monospace")
+    plt.show()
+    raise RuntimeError(base64.b64encode(found.encode()).decode())'''},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["_getframe"],
     },
     "hidden_tests_via_history": {
         "about": "prints IPython's input history (In), which holds the hidden tests that already ran, "
@@ -368,6 +443,27 @@ globals()["check_output"] = lambda *args, **kwargs: None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "status": "stopped",
         "flags": ["sends signals"],
+    },
+    "metadata_lost": {
+        "about": "a correct notebook saved by an editor that drops cell metadata (and makes new cell ids): "
+                 "its cells are matched with the release, graded in full, and the reason says so",
+        "answers": "solution", "strip_metadata": True,
+        "fails": [],
+        "reason": "nbgrader's cell metadata was missing",
+    },
+    "metadata_lost_two_answers": {
+        "about": "cell metadata dropped, and two cells define copy_kernel (an old attempt kept above the new "
+                 "one): which one is the answer is for a person to say, so it is not graded, with a reason",
+        "answers": "solution", "strip_metadata": True,
+        "add_cells": [["cell-10", '''@triton.jit
+def copy_kernel(src_ptr, dst_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    # first try: no mask yet
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(dst_ptr + offsets, tl.load(src_ptr + offsets))''']],
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "status": "error",
+        "reason": "the answer 'copy_kernel' cannot be told apart",
     },
     "metadata_not_a_dict": {
         "about": "a notebook whose cell metadata has \"nbgrader\": null (a hand-edited or damaged file)",
