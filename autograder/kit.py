@@ -93,7 +93,7 @@ class CheckFailed(AssertionError):
 
 
 # Captured now, so that later redefinitions in a notebook cannot change how answers are compared.
-_isclose, _isnan, _equal, _nonzero = torch.isclose, torch.isnan, torch.equal, torch.nonzero
+_isclose, _equal, _nonzero = torch.isclose, torch.equal, torch.nonzero
 _empty = torch.empty
 
 
@@ -112,10 +112,11 @@ def _show_failed_checks_briefly():
                              shell._showtraceback(etype, value, [f"{etype.__name__}: {value}"]))
 
 
-# Guard bands: tensors the tests make sit inside a larger buffer. Inputs are padded so that a read
-# past either end stays in memory we own; outputs are padded with random bytes, so that a write
-# past either end is seen (instead of crashing the notebook or corrupting another tensor), and
-# filled with random bytes, so that an element the kernel never wrote is seen too.
+# Guard bands: tensors the tests make sit inside a larger buffer. Inputs are padded with poison
+# (inf and NaN), so that a read past either end stays in memory we own and, where what it
+# read reaches the output, shows there; outputs are padded with random bytes, so that a write past
+# either end is seen (instead of crashing the notebook or corrupting another tensor), and filled
+# with random bytes, so that an element the kernel never wrote is seen too.
 GUARD = 4096
 _GUARDED = {}
 
@@ -127,12 +128,28 @@ def _padded(shape, dtype, device):
     return buffer, buffer[GUARD:GUARD + numel].view(shape), numel
 
 
+def _poison(dtype, device):
+    """An input's guard band, nearest the input first: +inf, NaN, +inf, NaN, ... (for integers and
+    booleans their largest value). Whatever reduction an unmasked load past the end feeds, the output
+    turns inf or NaN: a sum, a softmax, a maximum (which on a GPU may skip NaN, hence the inf). Only
+    a minimum that skips NaN is blind to it. (No -inf: a sum of inf and -inf makes NumPy warn.)"""
+    if dtype.is_floating_point or dtype.is_complex:
+        cycle = [math.inf, math.nan]
+    else:
+        cycle = [torch.iinfo(dtype).max if dtype != torch.bool else True]
+    return torch.tensor(cycle, dtype=dtype, device=device).repeat(GUARD // len(cycle))
+
+
 def rand(*shape, dtype=torch.float32, device=None):
-    """Fresh random inputs, a new draw every call: an answer cannot be tuned to one input."""
-    buffer, values, _ = _padded(shape, dtype, device)
+    """Fresh random inputs, a new draw every call: an answer cannot be tuned to one input. Guard
+    bands of poison lie on both sides (see _poison)."""
+    buffer, values, numel = _padded(shape, dtype, device)
     # Drawn where the tensor lives: a CPU draw of 2^26 numbers takes seconds, a GPU's milliseconds.
     generator = torch.Generator(buffer.device).manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
-    buffer.copy_(torch.randn(buffer.shape, generator=generator, device=buffer.device).to(dtype))
+    values.copy_(torch.randn(values.shape, generator=generator, device=buffer.device).to(dtype))
+    poison = _poison(dtype, buffer.device)
+    buffer[GUARD + numel:] = poison
+    buffer[:GUARD] = poison.flip(0)
     return values
 
 
@@ -140,7 +157,7 @@ def guarded_empty(shape, dtype=torch.float32, device=None, fill=None):
     """An output tensor with guard bands on both sides and poison in it, to catch stray writes."""
     buffer, out, numel = _padded(shape, dtype, device)
     raw = buffer.view(torch.uint8)
-    raw.copy_(torch.randint(0, 256, raw.shape, dtype=torch.uint8, device=raw.device))
+    raw.random_()  # in place: inside count_launches a fill is allocation, not arithmetic
     if fill is not None:  # torch.zeros and friends: the answer may rely on the initial value
         out.fill_(fill)
     _GUARDED[out.data_ptr()] = (buffer, raw.clone(), numel)
@@ -194,14 +211,111 @@ def _check_guards(out, name):
     above = int(changed[GUARD + numel:].sum())
     if above:
         last = int(_nonzero(changed[GUARD + numel:])[-1]) + 1
-        mask = "mask=offsets < n" if out.dim() < 2 else \
-            "in both dimensions: mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)"
         _fail(f"{name}: {above} element(s) were written past the end, up to index {numel - 1 + last} "
-              f"of a tensor with {numel} elements: did you mask the store ({mask})?")
+              f"of a tensor with {numel} elements: did you mask the store ({_mask_for(out.dim())})?")
     if below:
-        _fail(f"{name}: {below} element(s) were written before index 0: are your offsets negative "
-              "or shifted (offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE))?")
+        _fail(f"{name}: {below} element(s) were written before index 0: {_SHIFTED}")
     return changed[GUARD:GUARD + numel]
+
+
+def _mask_for(dims):
+    """The mask to suggest for a block of `dims` dimensions."""
+    return "mask=offsets < n" if dims < 2 else \
+        "in both dimensions: mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)"
+
+
+_SHIFTED = "are your offsets negative or shifted (offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE))?"
+
+
+class _ReadOutside(Exception):
+    """Stops a kernel under the interpreter at its first load outside the tensors it was given."""
+
+
+def _launch_spans(arg_names, args, kwargs):
+    """(name, tensor, first byte, end byte) for each tensor a launch was given, from its first element
+    to its last; None when the launch holds memory we cannot place (a tensor off the CPU, a tensor
+    descriptor, a reinterpreted tensor)."""
+    named, spans = [*zip(arg_names, args), *kwargs.items()], []
+    while named:
+        name, value = named.pop()
+        if isinstance(value, tuple):
+            named += [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+        elif isinstance(value, torch.Tensor) and value.device.type == "cpu":
+            if value.numel():
+                start = value.data_ptr()
+                last = sum((size - 1) * stride for size, stride in zip(value.shape, value.stride()))
+                spans.append((name, value, start, start + (last + 1) * value.element_size()))
+        elif hasattr(value, "data_ptr") or hasattr(value, "base"):
+            return None
+    return spans
+
+
+def _read_outside(kernel, spans, addresses, loaded):
+    """Where a load's block of addresses (of which the lanes `loaded` are read) leaves every span of
+    _launch_spans, said for a student; None when all are inside one."""
+    inside = ~loaded
+    for _, _, start, end in spans:
+        inside |= (addresses >= start) & (addresses < end)
+    if inside.all() or not spans:
+        return None
+    stray = addresses[~inside]
+
+    def distance(span):
+        _, _, start, end = span
+        return np.where(stray >= end, stray - end, start - stray).min()
+
+    name, tensor, start, end = min(spans, key=distance)
+    size = tensor.element_size()
+    what = f"{name} (a tensor of {tensor.numel()} elements)" if tensor.dim() < 2 else \
+        f"{name} (shape {tuple(tensor.shape)}, strides {tuple(tensor.stride())})"
+    after = stray[stray >= end]
+    if len(after):
+        return (f"{kernel} read past the end of {what}: {len(stray)} lane(s) of a load, up to "
+                f"{int(after.max() - end) // size + 1} element(s) beyond its last. Did you mask the load "
+                f"({_mask_for(addresses.ndim)})? A masked-off lane reads nothing (give it a value with other= "
+                "if the block is reduced); on a GPU an unmasked one reads whatever lies there.")
+    return (f"{kernel} read before the start of {what}: {len(stray)} lane(s) of a load, up to "
+            f"{int(start - stray.min()) // size} element(s) before element 0: {_SHIFTED}")
+
+
+@contextlib.contextmanager
+def _loads_in_bounds():
+    """Under Triton's interpreter, a kernel launched in the block that loads from memory outside the
+    tensors it was given is stopped there, and the block fails saying where it read (even if the
+    answer caught the error). A GPU cannot see loads: there, the poison in the inputs' guard bands
+    shows those whose values reach the output (see _poison)."""
+    __tracebackhide__ = True
+    try:
+        from triton.runtime.interpreter import InterpretedFunction, InterpreterBuilder
+    except ImportError:  # a Triton without an interpreter
+        InterpretedFunction = None
+    if ON_GPU or InterpretedFunction is None:
+        yield
+        return
+    run, load = InterpretedFunction.run, InterpreterBuilder.create_masked_load
+    launch, strays = {}, []
+
+    def run_watched(self, *args, **kwargs):
+        launch.update(kernel=self.__name__, spans=_launch_spans(self.arg_names, args, kwargs))
+        return run(self, *args, **kwargs)
+
+    def load_checked(builder, ptrs, mask, *rest, **kwargs):
+        if launch.get("spans") is not None:
+            # int64: addresses fit, and distances below a tensor's start must not wrap around
+            stray = _read_outside(launch["kernel"], launch["spans"], ptrs.data.astype(np.int64),
+                                  np.broadcast_to(mask.data, ptrs.data.shape))
+            if stray:
+                strays.append(stray)
+                raise _ReadOutside(stray)
+        return load(builder, ptrs, mask, *rest, **kwargs)
+
+    InterpretedFunction.run, InterpreterBuilder.create_masked_load = run_watched, load_checked
+    try:
+        yield
+    finally:
+        InterpretedFunction.run, InterpreterBuilder.create_masked_load = run, load
+        if strays:
+            _fail(strays[0])
 
 
 def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None, hint=None):
@@ -238,13 +352,16 @@ def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None, 
     i = int(bad[0])
     where = f"element {i} of {n}" if out.dim() == 1 else \
         f"element {tuple(int(k) for k in np.unravel_index(i, tuple(out.shape)))} of shape {tuple(out.shape)}"
-    detail = f"{where} is {got[i].item():.6g}, expected {want[i].item():.6g} ({len(bad)} of {n} wrong)"
+    value, wanted = got[i].item(), want[i].item()
+    detail = f"{where} is {value:.6g}, expected {wanted:.6g} ({len(bad)} of {n} wrong)"
     if written is not None and not bool(written[bad].any()):
         _fail(f"{name}: {detail}. None of the wrong elements was ever written: does the grid cover "
               "every element (grid = (triton.cdiv(n, BLOCK_SIZE),))?")
-    if bool(_isnan(got[i])):
-        _fail(f"{name}: {detail}. NaN often comes from loading a masked lane without `other=`, "
-              "or from reading past the end of an input.")
+    if not math.isfinite(value) and math.isfinite(wanted):
+        _fail(f"{name}: {detail}. Either a load read past the end of an input (the test surrounds its "
+              "inputs with inf and NaN, so that such a read shows: mask every load, and give masked-off "
+              "lanes the neutral value of a reduction with other=), or the arithmetic overflowed (exp "
+              "of a large number is inf).")
     if hint:
         _fail(f"{name}: {detail}. {hint}")
     if any(not tensor.is_contiguous() for tensor, _ in inputs):
@@ -253,71 +370,106 @@ def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None, 
     _fail(f"{name}: {detail}. Check the offsets each program computes and the arithmetic.")
 
 
-# What an answer's wrapper may not do with torch: arithmetic belongs in its kernel. (Allocating,
-# reshaping, .contiguous() and moving between devices are fine.) Matched on the function's name,
-# without underscores, so that x + y (__add__), x.add_(y) and torch.add(x, y) are all caught.
-_TORCH_ARITHMETIC = {
-    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "truediv", "floordiv", "floor_divide",
-    "remainder", "fmod", "pow", "neg", "negative", "abs", "exp", "exp2", "expm1", "log", "log2", "log1p",
-    "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu",
-    "erf", "softmax", "log_softmax", "sum", "nansum", "mean", "prod", "max", "min", "amax", "amin",
-    "maximum", "minimum", "clamp", "clip", "where", "matmul", "mm", "bmm", "addmm", "dot", "einsum",
-    "linear", "cumsum", "lerp", "addcmul", "addcdiv", "numpy", "tolist",
+# What an answer's wrapper may do with torch, by the aten op that runs: count_launches watches
+# torch's dispatcher, which every torch call reaches whatever its Python entry point (a function, a
+# method, an operator, an overload, torch.ops, torch.func; torch.compile runs eagerly under it).
+# Making tensors, filling them with a constant or random bytes, and views are fine; so are copies
+# of inputs into a layout a kernel can use (x.contiguous(), .to(dtype), .clone()), but not into the
+# output, which the kernel must write. Every other op computes, and belongs in the kernel.
+_TORCH_ALLOCATIONS = {
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "fill_", "zero_",
+    "random_", "uniform_", "normal_",
 }
+_TORCH_VIEWS = {"_unsafe_view", "set_", "detach", "alias", "lift_fresh"}  # and every op aten marks a view
+_TORCH_COPIES = {"clone", "copy_", "_to_copy", "lift_fresh_copy", "_copy_from", "_copy_from_and_resize"}
+# Where values leave torch for NumPy or Python, past the dispatcher (item() and float() reach it).
+_TORCH_EXITS = {"numpy", "tolist", "__array__", "__dlpack__", "untyped_storage", "storage"}
 
 
 class Launches(list):
     """The names of the Triton kernels launched inside count_launches(), plus what an honest answer
-    leaves as evidence: the storage of every tensor handed to a kernel, and the torch arithmetic
-    done outside kernels."""
+    leaves as evidence: the storage of every tensor handed to a kernel, and what torch did besides."""
 
     def __init__(self):
         super().__init__()
         self.storages = set()
-        self.torch_arithmetic = []
-        self.in_kernel = 0  # Triton's interpreter uses torch itself while it runs a kernel
+        self.torch_ops = []  # ops that compute ("aten.add"), or values taken out of torch ("Tensor.numpy")
+        self.copied_into = {}  # storage -> the copy that wrote it
+        self.inside = 0  # > 0 while a kernel runs (the interpreter uses torch) or the books are kept
 
 
 def _storage(tensor):
     return tensor.untyped_storage().data_ptr()
 
 
-@contextlib.contextmanager
-def count_launches():
-    """Count Triton kernel launches inside the block: `with count_launches() as launches: ...`."""
-    from torch.overrides import TorchFunctionMode
+def _kernel_classes():
+    """What `kernel[grid](...)` runs: jitted (or interpreted) functions, and the autotuners and
+    heuristics that wrap them."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
     from triton.runtime.jit import JITFunction
-    classes = [JITFunction]
+    classes = [JITFunction, Autotuner, Heuristics]
     with contextlib.suppress(ImportError):
         from triton.runtime.interpreter import InterpretedFunction
         classes.append(InterpretedFunction)
+    return classes
+
+
+@contextlib.contextmanager
+def count_launches():
+    """Count Triton kernel launches inside the block: `with count_launches() as launches: ...`.
+    It also records what torch did outside kernels meanwhile (see _TORCH_ALLOCATIONS)."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
     launches = Launches()
-    originals = {cls: cls.run for cls in classes}
+    originals = {cls: cls.run for cls in _kernel_classes()}
 
     def counting(original):
         def run(self, *args, **kwargs):
-            launches.append(getattr(self, "__name__", "kernel"))
-            launches.storages.update(_storage(a) for a in (*args, *kwargs.values())
-                                     if isinstance(a, torch.Tensor))
-            launches.in_kernel += 1
+            if not launches.inside:  # an autotuner's trial runs are part of its one launch
+                launches.append(getattr(getattr(self, "base_fn", self), "__name__", "kernel"))
+            launches.inside += 1
             try:
+                launches.storages.update(_storage(a) for a in (*args, *kwargs.values())
+                                         if isinstance(a, torch.Tensor))
                 return original(self, *args, **kwargs)
             finally:
-                launches.in_kernel -= 1
+                launches.inside -= 1
         return run
 
-    class WatchArithmetic(TorchFunctionMode):
+    class WatchExits(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            name = getattr(func, "__name__", "").strip("_")
-            if not launches.in_kernel and (name in _TORCH_ARITHMETIC or (
-                    name[:1] in ("r", "i") and name[1:] in _TORCH_ARITHMETIC)):
-                launches.torch_arithmetic.append(name)
+            name = getattr(func, "__name__", "")
+            if not launches.inside and name in _TORCH_EXITS:
+                launches.torch_ops.append(f"Tensor.{name}")
             return func(*args, **(kwargs or {}))
 
-    for cls in classes:
-        cls.run = counting(originals[cls])
+    class WatchOps(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls):
+            # Else torch (2.11 on) wraps __torch_dispatch__ so as to import torch._dynamo on the first
+            # op: seconds per notebook. Nothing is compiled in here.
+            return False
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **(kwargs or {}))
+            name = func.overloadpacket.__name__
+            if launches.inside or func.is_view or name in _TORCH_ALLOCATIONS or name in _TORCH_VIEWS:
+                return result
+            launches.inside += 1
+            try:
+                if name in _TORCH_COPIES:
+                    launches.copied_into[_storage(result)] = f"aten.{name}"
+                else:
+                    launches.torch_ops.append("Tensor.item" if name == "_local_scalar_dense" else f"aten.{name}")
+            finally:
+                launches.inside -= 1
+            return result
+
+    for cls, original in originals.items():
+        cls.run = counting(original)
     try:
-        with WatchArithmetic():
+        with WatchExits(), WatchOps():
             yield launches
     finally:
         for cls, original in originals.items():
@@ -326,19 +478,26 @@ def count_launches():
 
 def expect_launched(launches, what, out=None):
     """The answer launched a Triton kernel, computed nothing with torch, and (given `out`, what it
-    returned) handed that output to a kernel: a torch result behind a token launch earns nothing."""
+    returned) handed that output to a kernel, which wrote it: a torch result behind a token launch
+    earns nothing."""
     __tracebackhide__ = True
     if not launches:
         _fail(f"{what} launched no Triton kernel. Compute the answer in your kernel "
               "(kernel[grid](...)): a torch expression earns no points here.")
-    arithmetic = sorted(set(getattr(launches, "torch_arithmetic", ())))
-    if arithmetic:
-        _fail(f"{what} computed with torch ({', '.join(arithmetic)}) besides launching a kernel: do "
-              "the arithmetic inside your Triton kernel; the Python function only allocates the "
-              "output and launches it.")
-    if isinstance(out, torch.Tensor) and _storage(out) not in getattr(launches, "storages", {_storage(out)}):
+    ops = sorted(set(getattr(launches, "torch_ops", ())))
+    if ops:
+        _fail(f"{what} computed with torch ({', '.join(ops)}) besides launching a kernel: do the "
+              "arithmetic inside your Triton kernel; the Python function only checks its arguments, "
+              "allocates the output and launches the kernel.")
+    if not isinstance(out, torch.Tensor):
+        return
+    if _storage(out) not in getattr(launches, "storages", {_storage(out)}):
         _fail(f"{what} returned a tensor that none of its kernels was given: pass the output tensor "
               "to your kernel and tl.store the results into it.")
+    copy = getattr(launches, "copied_into", {}).get(_storage(out))
+    if copy:
+        _fail(f"{what} returned a tensor that torch copied values into ({copy}): allocate the output "
+              "empty (torch.empty_like) and let your kernel write every element of it.")
 
 
 def call_answer(fn, *args, name=None, **kwargs):
@@ -346,7 +505,8 @@ def call_answer(fn, *args, name=None, **kwargs):
     __tracebackhide__ = True
     name = name or getattr(fn, "__name__", "your function")
     try:
-        return fn(*args, **kwargs)
+        with _loads_in_bounds():
+            return fn(*args, **kwargs)
     except Exception as error:
         if isinstance(error, NotImplementedError) or "NotImplementedError" in str(error):
             _fail(f"{name} is still the exercise stub: replace `raise NotImplementedError()` with your code.")

@@ -3,12 +3,14 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
-import triton
-import triton.language as tl
 
-from autograder import kit
+from autograder import kit  # first: without a GPU it sets TRITON_INTERPRET, which Triton reads on import
+
+import triton  # noqa: E402 (after the kit, so that tl.sum and friends are interpreted too)
+import triton.language as tl  # noqa: E402
 from autograder.kit import (CheckFailed, call_answer, check_output, count_launches, expect_launched,
                             guarded_allocations, guarded_empty, rand)
 
@@ -25,6 +27,28 @@ def masked_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def unmasked_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + tl.load(y_ptr + offsets))
+
+
+@triton.jit
+def loads_unmasked_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):  # masks its store, not its loads
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + tl.load(y_ptr + offsets), mask=offsets < n)
+
+
+@triton.jit
+def block_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr, MASKED: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    if MASKED:
+        x = tl.load(x_ptr + offsets, mask=offsets < n, other=0.0)
+    else:
+        x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr, tl.sum(x, axis=0))
+
+
+@triton.jit
+def row_sum_unmasked(x_ptr, out_ptr, stride_row, BLOCK: tl.constexpr):  # every row reads BLOCK columns
+    row = tl.program_id(0)
+    tl.store(out_ptr + row, tl.sum(tl.load(x_ptr + row * stride_row + tl.arange(0, BLOCK)), axis=0))
 
 
 @triton.jit
@@ -62,6 +86,57 @@ def test_a_grid_too_small_is_named():
     out = launch(masked_add, x, y, guarded_empty(1000), 3)
     with pytest.raises(CheckFailed, match=r"element 768 of 1000 .*was ever written.*triton.cdiv"):
         check_output(out, x + y, name="add")
+
+
+interpreter_only = pytest.mark.skipif(kit.ON_GPU, reason="only the interpreter sees each load")
+
+
+@interpreter_only
+def test_an_unmasked_load_is_caught_under_the_interpreter():
+    x, y = rand(1000), rand(1000)
+    out = guarded_empty(1000)
+    with pytest.raises(CheckFailed, match=r"loads_unmasked_add read past the end of x_ptr \(a tensor of 1000 "
+                                          r"elements\): 24 lane\(s\).*Did you mask the load \(mask=offsets < n\)"):
+        call_answer(lambda: launch(loads_unmasked_add, x, y, out, 4), name="add_kernel")
+
+
+@interpreter_only
+def test_an_unmasked_load_is_caught_even_if_the_answer_hides_the_error():
+    def add(x, y):
+        out = torch.empty_like(x)
+        try:
+            launch(loads_unmasked_add, x, y, out, 4)
+        except Exception:
+            pass
+        return out
+
+    with pytest.raises(CheckFailed, match="read past the end of x_ptr"):
+        call_answer(add, rand(1000), rand(1000))
+
+
+@interpreter_only
+def test_the_last_row_of_a_strided_view_read_past_its_end_is_caught():
+    x = rand(37, 150)[:, :100]  # rows 150 apart: the tails of rows 0 to 35 stay inside the view
+    out = guarded_empty(37)
+    with pytest.raises(CheckFailed, match=r"row_sum_unmasked read past the end of x_ptr \(shape \(37, 100\), "
+                                          r"strides \(150, 1\)\): 28 lane\(s\)"):
+        call_answer(lambda: row_sum_unmasked[(37,)](x, out, x.stride(0), BLOCK=128))
+
+
+def test_a_reduction_of_masked_lanes_with_other_passes():
+    x, out = rand(20), guarded_empty(1)
+    call_answer(lambda: block_sum[(1,)](x, out, 20, BLOCK=32, MASKED=True), name="block_sum")
+    check_output(out, x.sum().reshape(1), name="block_sum", atol=1e-4)
+
+
+def test_inputs_lie_between_poison_that_an_unmasked_reduction_brings_into_its_output():
+    x, out = rand(20), guarded_empty(1)
+    whole = torch.empty(0, dtype=x.dtype, device=x.device).set_(x.untyped_storage())
+    after, before = whole[kit.GUARD + 20:kit.GUARD + 23].tolist(), whole[kit.GUARD - 3:kit.GUARD].tolist()
+    assert after[0] == before[2] == float("inf") and after[1] != after[1] and before[1] != before[1]
+    block_sum[(1,)](x, out, 20, BLOCK=32, MASKED=False)  # launched directly: what a GPU sees
+    with pytest.raises(CheckFailed, match=r"element 0 of 1 is (nan|inf).*Either a load read past the end of an input"):
+        check_output(out, x.sum().reshape(1), name="block_sum")
 
 
 def test_wrong_values_give_the_first_bad_index():
@@ -103,38 +178,61 @@ def test_answer_own_buffer_is_guarded():
 
 
 def test_launches_are_counted_and_a_torch_fallback_is_caught():
-    x, y = rand(100), rand(100)
-    with count_launches() as launches:
-        out = launch(masked_add, x, y, torch.empty_like(x.contiguous()).view(-1), 1)
+    x, y = rand(200)[::2], rand(10, 10).t()
+    with guarded_allocations(), count_launches() as launches:  # the kit's own guard bands do not count
+        x, y = x.contiguous(), y.to(x.device).float().reshape(-1)  # copies into a layout a kernel can use
+        out = torch.zeros(10, 10, dtype=x.dtype, device=x.device).view(-1)
+        out = launch(masked_add, x, y, out, 1).view(10, 10)[1:].t()
     assert launches == ["masked_add"]
-    expect_launched(launches, "add", out)  # an honest answer: allocating and reshaping are fine
+    expect_launched(launches, "add", out)  # an honest answer: allocating, copying inputs and views are fine
     with count_launches() as launches:
         _ = x + y
     with pytest.raises(CheckFailed, match="launched no Triton kernel"):
         expect_launched(launches, "add")
 
 
-def _token_launch_then_torch(x, y):
-    launch(masked_add, x, y, torch.empty_like(x), 1)
-    return torch.add(x, y)
+@triton.jit
+def nothing_kernel(x_ptr):
+    pass
 
 
-def _token_launch_then_numpy(x, y):
-    launch(masked_add, x, y, torch.empty_like(x), 1)
-    return torch.from_numpy(x.cpu().numpy() * 1.0 + y.cpu().numpy()).to(x.device)
-
-
-@pytest.mark.parametrize("answer, message", [
-    (_token_launch_then_torch, r"computed with torch \(add\)"),
-    (lambda x, y: launch(masked_add, x, y, torch.empty_like(x), 1).add_(0), r"computed with torch \(add\)"),
-    (_token_launch_then_numpy, r"computed with torch \(numpy\)"),
+# Torch entry points a list of names missed: each reaches an aten op, or takes values out of torch.
+@pytest.mark.parametrize("compute, message", [
+    (lambda x, y, out: torch.add(x, y), r"aten\.add"),
+    (lambda x, y, out: out.add_(0), r"aten\.add"),
+    (lambda x, y, out: torch.ops.aten.add.Tensor(x, y), r"aten\.add"),
+    (lambda x, y, out: x.__radd__(y), r"aten\.add"),
+    (lambda x, y, out: out.copy_(x + y), r"aten\.add"),
+    (lambda x, y, out: torch.addcmul(x, y, torch.ones_like(y)), r"aten\.addcmul"),
+    (lambda x, y, out: torch.lerp(x, y, 0.5), r"aten\.lerp"),
+    (lambda x, y, out: torch.where(x > y, x, y), r"aten\.gt, aten\.where"),
+    (lambda x, y, out: out.zero_().index_add_(0, torch.arange(100), x), r"aten\.arange, aten\.index_add_"),
+    (lambda x, y, out: out.zero_().scatter_(0, torch.arange(100), y), r"aten\.scatter"),
+    (lambda x, y, out: torch.cumsum(torch.stack([x, y]), 0)[1], r"aten\.cumsum, aten\.stack"),
+    (lambda x, y, out: torch.func.vmap(torch.add)(x, y), r"aten\.add"),
+    (lambda x, y, out: torch.from_numpy(x.cpu().numpy() + y.cpu().numpy()).to(x.device), r"Tensor\.numpy"),
+    (lambda x, y, out: out.numpy().__setitem__(slice(None), x.numpy() + y.numpy()), r"Tensor\.numpy"),
+    (lambda x, y, out: x.new_tensor([a + b for a, b in zip(x.tolist(), y.tolist())]), r"Tensor\.tolist"),
+    (lambda x, y, out: x.new_tensor(np.asarray(x) + np.asarray(y)), r"Tensor\.__array__"),
+    (lambda x, y, out: out.fill_(x[0].item()), r"Tensor\.item"),
 ])
-def test_a_torch_result_behind_a_token_launch_is_caught(answer, message):
+def test_torch_besides_a_token_launch_is_caught_whatever_the_entry_point(compute, message):
     x, y = rand(100), rand(100)
     with count_launches() as launches:
-        out = answer(x, y)
-    with pytest.raises(CheckFailed, match=message):
-        expect_launched(launches, "add", out)
+        out = torch.empty_like(x)
+        nothing_kernel[(1,)](out)
+        result = compute(x, y, out)
+    with pytest.raises(CheckFailed, match=rf"add computed with torch \(.*{message}.*\) besides launching a kernel"):
+        expect_launched(launches, "add", result if isinstance(result, torch.Tensor) else out)
+
+
+def test_an_output_that_torch_copied_values_into_is_caught():
+    x = rand(30, 10).t()
+    with count_launches() as launches:
+        out = x.contiguous()  # copy_2d's answer made by torch, handed to a kernel that does nothing
+        nothing_kernel[(1,)](out)
+    with pytest.raises(CheckFailed, match=r"torch copied values into \(aten\.clone\)"):
+        expect_launched(launches, "copy_2d", out)
 
 
 def test_an_output_no_kernel_was_given_is_caught():
