@@ -297,6 +297,7 @@ CHEATS = {
     "code in %timeit": ('x = 1\n%timeit open("/etc/hostname")', ["line 2: opens a file"]),
     "code in %%time": ("%%time\nx = 1\nimport subprocess", ["line 3: imports subprocess (runs processes)"]),
     "code in help": ("check_output.__globals__?", ["uses __globals__"]),
+    "code in a magic's line": ("%matplotlib {exec('x = 1')}", ["runs code in the line of %matplotlib"]),
     "%env of the grader": ("%env NBGRADER_EXECUTION", ["reads NBGRADER_EXECUTION"]),
     "%env of everything": ("%env", ["reads the whole environment"]),
     "the whole environment": ("import os\n\nprint(dict(os.environ))", ["reads the whole environment (os.environ)"]),
@@ -318,6 +319,11 @@ CHEATS = {
     "a module __getattr__": ("def __getattr__(name):\n    return None", ["defines __getattr__"]),
     "a debugger": ("breakpoint()", ["stops in a debugger"]),
     "an exit": ("exit()", ["exits the kernel"]),
+    "attributes by name through operator": ('import operator\n\noperator.attrgetter("__globals__")(rand)',
+                                             ["reads attributes by name (operator.attrgetter)"]),
+    "strings evaluated as code": ("import typing\n\ntyping.get_type_hints(rand)", ["evaluates strings as code"]),
+    "the memory cap by another path": ("torch.cuda.memory.set_per_process_memory_fraction(1.0)",
+                                       ["changes its share of GPU memory"]),
     "a built-in outside the language": ("memoryview(b'x')", ["uses the built-in memoryview"]),
 }
 

@@ -82,13 +82,18 @@ REACHES = {
     "torch.hub": "downloads code", "torch.multiprocessing": "starts processes", "torch.distributed": "uses the network",
     "torch.load": "reads a file", "torch.save": "writes a file", "torch.from_file": "reads a file",
     "torch.cuda.set_per_process_memory_fraction": "changes its share of GPU memory",
+    "torch.cuda.memory.set_per_process_memory_fraction": "changes its share of GPU memory",
     "torch.set_default_dtype": "changes torch's defaults, for the tests too",
     "torch.set_default_device": "changes torch's defaults, for the tests too",
     "torch.set_default_tensor_type": "changes torch's defaults, for the tests too",
     "numpy.load": "reads a file", "numpy.save": "writes a file", "numpy.savez": "writes a file",
     "numpy.savez_compressed": "writes a file", "numpy.savetxt": "writes a file", "numpy.loadtxt": "reads a file",
     "numpy.genfromtxt": "reads a file", "numpy.fromfile": "reads a file", "numpy.memmap": "maps a file",
-    "numpy.ctypeslib": "calls C directly (ctypes)",
+    "numpy.ctypeslib": "calls C directly (ctypes)", "numpy.fromregex": "reads a file",
+    "numpy.DataSource": "opens files and addresses", "numpy.lib.format": "reads and writes files",
+    "numpy.lib.npyio": "reads and writes files",
+    "typing.get_type_hints": "evaluates strings as code",
+    "operator.attrgetter": "reads attributes by name", "operator.methodcaller": "calls methods by name",
     "functools.cache": "caches results (a timed call must do its work)",
     "functools.lru_cache": "caches results (a timed call must do its work)",
     "contextlib.redirect_stderr": "redirects stderr", "contextlib.redirect_stdout": "redirects stdout",
@@ -127,7 +132,7 @@ BUILTINS = {
     "hasattr", "hash", "help", "hex", "id", "int", "isinstance", "issubclass", "iter", "len", "list", "map",
     "max", "min", "next", "object", "oct", "ord", "pow", "print", "property", "range", "repr", "reversed",
     "round", "set", "setattr", "delattr", "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple",
-    "type", "zip", "Ellipsis", "NotImplemented", "__name__", "__doc__",
+    "type", "zip", "Ellipsis", "NotImplemented",
 }
 CALLED_ONLY = {"getattr", "setattr", "delattr", "type"}  # allowed when called, with their arguments audited
 NAMES = {
@@ -408,8 +413,8 @@ class _Auditor(ast.NodeVisitor):
             return f"reads IPython's {kind} history ({name})"
         if name in NAMES:
             return NAMES[name]
-        if _is_dunder(name) and name not in SAFE_DUNDERS:
-            return f"uses {name}, one of Python's internals"
+        if _is_dunder(name):
+            return None if name in SAFE_DUNDERS else f"uses {name}, one of Python's internals"
         if name in CALLED_ONLY and not (isinstance(node.parent, ast.Call) and node.parent.func is node):
             return f"uses {name} without calling it (a way to hide what it is called with)"
         if hasattr(builtins, name) and name not in BUILTINS and not _is_exception(name):
@@ -455,7 +460,7 @@ class _Auditor(ast.NodeVisitor):
             return self._assigned(target.value, node, verb)
         if not isinstance(target, (ast.Attribute, ast.Subscript)):
             return  # a plain name: visit_Name judges it
-        root, written = _root(target), _dotted(target) or _root(target)
+        root, written = _root(target), ast.unparse(target)[:60]
         if isinstance(target, ast.Attribute) and target.attr in HOOKS:
             self.flag(node, f"replaces {target.attr} (an IPython or interpreter hook)")
         elif isinstance(target, ast.Subscript) and self._path(target.value) == "os.environ":
@@ -495,6 +500,8 @@ class _Auditor(ast.NodeVisitor):
     def _line_magic(self, node, name, line):
         if name in TIMING_MAGICS:
             self._runs(node, f"%{name}", TIMEIT_OPTIONS.sub("", line, count=1))
+        elif re.search(r"[{$]", line):  # IPython expands {expression} and $name in other magics' lines
+            self.flag(node, f"runs code in the line of %{name} ({{...}} or $name, which IPython evaluates)")
         elif name in ("pinfo", "pinfo2"):  # `name?` looks the object up: an expression like any other
             self._runs(node, "?", line)
         elif name == "env":
@@ -557,7 +564,10 @@ class _Auditor(ast.NodeVisitor):
         path = self._path(node)
         if path == "os.environ":
             self._environment(node)
-        why = self._reach(path) if path else self._attribute(node)
+        if path and isinstance(node.parent, ast.Attribute):
+            why = None  # a link of a longer path (torch.ops in torch.ops.aten.add): the whole path is judged
+        else:
+            why = self._reach(path) if path else self._attribute(node)
         if why:
             self.flag(node, f"{why} ({_dotted(node) or node.attr})")
         self.generic_visit(node)
