@@ -24,10 +24,14 @@ def _pick_mode():
 MODE = _pick_mode()
 ON_GPU = MODE == "cuda"
 DEVICE = torch.device("cuda" if ON_GPU else "cpu")
-if ON_GPU and os.environ.get("COURSE_GPU_MEMORY_GB"):
+# What the course's grader tells a notebook it grades (its GPU's turn socket, this notebook's share of
+# GPU memory), read once and taken out of the environment: the code after this cell sees the same
+# environment graded or not. Elsewhere it is empty.
+_GRADER = {name: os.environ.pop(name) for name in ("COURSE_GPU_TURN", "COURSE_GPU_MEMORY_GB") if name in os.environ}
+if ON_GPU and "COURSE_GPU_MEMORY_GB" in _GRADER:
     # Under the course's grader many notebooks share a GPU: each may allocate its share and no more,
     # so that none runs out of memory because of another.
-    torch.cuda.set_per_process_memory_fraction(min(1.0, float(os.environ["COURSE_GPU_MEMORY_GB"]) * 2**30
+    torch.cuda.set_per_process_memory_fraction(min(1.0, float(_GRADER["COURSE_GPU_MEMORY_GB"]) * 2**30
                                                    / torch.cuda.get_device_properties(0).total_memory))
 try:
     import triton
@@ -145,7 +149,7 @@ def rand(*shape, dtype=torch.float32, device=None):
     bands of poison lie on both sides (see _poison)."""
     buffer, values, numel = _padded(shape, dtype, device)
     # Drawn where the tensor lives: a CPU draw of 2^26 numbers takes seconds, a GPU's milliseconds.
-    generator = torch.Generator(buffer.device).manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+    generator = _fresh_generator(buffer.device)
     values.copy_(torch.randn(values.shape, generator=generator, device=buffer.device).to(dtype))
     poison = _poison(dtype, buffer.device)
     buffer[GUARD + numel:] = poison
@@ -548,7 +552,7 @@ def _grader_turn(kind):
     is paused), b"s" shared (measurements take turns, so that they do not thrash the GPU between
     processes). Without the grader: nothing."""
     __tracebackhide__ = True
-    path = os.environ.get("COURSE_GPU_TURN")
+    path = _GRADER.get("COURSE_GPU_TURN")
     if not path or _TURN["held"]:
         yield
         return
@@ -585,11 +589,20 @@ def exclusive_gpu():
     return _grader_turn(b"t")
 
 
-def bench_ms(fn):
-    """Median time of fn() in milliseconds."""
+def bench_ms(fn, *inputs, expect=None):
+    """Median time of one call in milliseconds. `bench_ms(lambda: f(x))` times f(x) as it is.
+
+    A performance test passes the inputs instead, `bench_ms(add, x, y, expect=torch.add)`: then
+    every timed call gets new random values in its inputs and lasts until the whole GPU is idle,
+    and (given `expect`) its result is checked against expect(*inputs). So a timed call does all
+    the work it is credited for: no result kept from an earlier call, no work left running on
+    another stream, no second call that skips the work."""
+    __tracebackhide__ = True
+    if inputs:
+        return _bench_fresh(fn, inputs, expect)
     if ON_GPU:
         fn()  # compile (the first call with new arguments) outside the measurement
-        if not os.environ.get("COURSE_GPU_TURN"):
+        if not _GRADER.get("COURSE_GPU_TURN"):
             return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
         # Under the grader many notebooks share the GPU. A graded measurement (in exclusive_gpu) is
         # a median over 20 ms of runs, hundreds of runs at these sizes; one that is only plotted
@@ -598,14 +611,88 @@ def bench_ms(fn):
         with _grader_turn(b"s"):
             return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
     fn()
-    # Under the interpreter: the median of at least 5 runs, and of up to 0.3 s of runs, so that one
-    # stall of a busy laptop does not become the result.
-    runs, until = [], time.perf_counter() + 0.3
-    while len(runs) < 5 or (len(runs) < 25 and time.perf_counter() < until):
-        start = time.perf_counter()
+
+    def timed_call():
+        start = _clock()
         fn()
-        runs.append((time.perf_counter() - start) * 1e3)
+        return (_clock() - start) * 1e3
+    return _median_of_runs(timed_call)
+
+
+_clock = time.perf_counter  # the kit's own: a notebook that replaces time.perf_counter does not reach it
+
+
+def _median_of_runs(timed_call):
+    """The median of at least 5 timed calls, and of up to 0.3 s of them, so that one stall of a busy
+    machine does not become the result. timed_call() returns the milliseconds it measured."""
+    runs, until = [], _clock() + 0.3
+    while len(runs) < 5 or (len(runs) < 25 and _clock() < until):
+        runs.append(timed_call())
     return float(np.median(runs))
+
+
+def _fresh_generator(device):
+    """A random generator seeded by the operating system: values no answer can predict."""
+    return torch.Generator(device).manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+
+
+def _idle():
+    """Wait until every GPU has finished all its work, on every stream (an event on the current
+    stream would not wait for work left running on another)."""
+    if ON_GPU:
+        for device in range(torch.cuda.device_count()):
+            torch.cuda.synchronize(device)
+
+
+def _bench_fresh(fn, inputs, expect):
+    """bench_ms with inputs: fresh values before every call, the call timed until the GPU is idle
+    (wall clock), every result checked. Refilling and checking happen outside the timed part."""
+    __tracebackhide__ = True
+    name = getattr(fn, "__name__", "the timed function")
+
+    def timed_call():
+        __tracebackhide__ = True
+        for tensor in inputs:
+            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+                tensor.normal_(generator=_fresh_generator(tensor.device))  # in place: its layout stays
+        _idle()
+        start = _clock()
+        out = fn(*inputs)
+        _idle()
+        ms = (_clock() - start) * 1e3
+        if expect is not None:
+            check_output(out, expect(*inputs), name=f"{name} in a timed run",
+                         hint="Each timed call gets new inputs, and its result must be computed from them "
+                              "by that call: not kept from an earlier call, and finished when it returns.")
+        return ms
+
+    with _kernels_on_the_gpu(name):
+        timed_call()  # compile (the first call with new arguments) outside the measurement
+    with _grader_turn(b"s"):
+        return _median_of_runs(timed_call)
+
+
+@contextlib.contextmanager
+def _kernels_on_the_gpu(name):
+    """On a GPU, a kernel launched on Triton's interpreter (defined while TRITON_INTERPRET=1 was set)
+    fails a performance test at once: it times GPU kernels, and the interpreter would take minutes."""
+    __tracebackhide__ = True
+    interpreted = None
+    with contextlib.suppress(ImportError):
+        from triton.runtime.interpreter import InterpretedFunction as interpreted
+    if not ON_GPU or interpreted is None:
+        yield
+        return
+
+    def refuse(self, *args, **kwargs):
+        _fail(f"{name} launched {getattr(self, '__name__', 'a kernel')} on Triton's interpreter, on a "
+              "machine with a GPU: was TRITON_INTERPRET=1 set when the kernel was defined? A performance "
+              "test times kernels on the GPU; set TRITON_INTERPRET only where there is no GPU.")
+    original, interpreted.run = interpreted.run, refuse
+    try:
+        yield
+    finally:
+        interpreted.run = original
 
 
 def gbps(nbytes, ms):
@@ -628,8 +715,19 @@ def copy_bandwidth(n=None):
     return _COPY_BANDWIDTH[key]
 
 
+# The mode the course's grader ran this notebook in. Graded tests use a copy of this kit that the
+# grader made right after this cell (autograder/grade/seal.py), and it sets this there; elsewhere None.
+_GRADED_IN = None
+
+
 def advisory(requirement):
     """What a performance test asks on a GPU, said instead of grading CPU timings."""
+    __tracebackhide__ = True
+    if _GRADED_IN == "cuda":
+        _fail(f"The grader ran this notebook with a GPU, but its kernels ran on Triton's interpreter "
+              f"(MODE is {MODE!r}), so this test cannot be advisory: on a GPU it asks {requirement}. "
+              "Was TRITON_INTERPRET=1 or CUDA_VISIBLE_DEVICES set before the setup cell ran? A person "
+              "will look at this notebook.")
     print(f"Advisory only (interpreter): on a GPU this test asks {requirement}. CPU timings say nothing\n"
           "about that, so it passes here.")
 

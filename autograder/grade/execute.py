@@ -6,12 +6,20 @@ kernel and writes JSON lines to FD: {"ready": true} once the kernel has started,
 then a last line {"end": why}. The kernel does not inherit FD, and this process makes itself
 non-dumpable, so code in the notebook can neither read nor forge the report. A cell that kills
 the kernel, or runs past its time, ends the run with that cell named.
+
+The setup cell runs first, then the seal (seal.py) is installed, then the other cells in order:
+each test cell runs through the seal, and its report carries "integrity" when the test did not
+run as sent (no valid receipt) or found what it relies on replaced. The install's report is
+{"seal": problems, "mode": the kit's MODE}.
 """
 import argparse
 import ctypes
+import hmac
 import json
 import os
+import secrets
 import sys
+import tempfile
 import time
 
 import nbformat
@@ -19,7 +27,11 @@ from jupyter_client import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from autograder.grade import seal
+from autograder.grade.integrity import grade_id
+
 PR_SET_DUMPABLE = 4
+SEAL = "autograder.grade.seal"
 
 
 class BoundedClient(NotebookClient):
@@ -57,7 +69,68 @@ def _death_detail(client):
     return f"the kernel exited with code {code} (sys.exit or os._exit?)"
 
 
-def execute(path, report, cell_timeout, output_limit):
+def _is_test(cell):
+    return cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade", False)
+
+
+def _order(nb):
+    """The code cells' indices, the setup cell's first: nothing of the student's runs before it."""
+    code = [index for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    return sorted(code, key=lambda index: grade_id(nb.cells[index]) != "setup")
+
+
+def _receipts(cell, key, nonce, source):
+    """Take the seal's receipts out of the cell's outputs; return the verdict of the one receipt
+    for `nonce` whose signature and source hash hold, or None."""
+    found, kept = [], []
+    for output in cell.get("outputs", []):
+        receipt = output.get("data", {}).get(seal.RECEIPT) if output.get("output_type") == "display_data" else None
+        (kept if receipt is None else found).append(receipt or output)
+    cell.outputs = kept
+    valid = [r for r in found if isinstance(r, dict) and r.get("nonce") == nonce
+             and r.get("source") == (seal.source_hash(source) if source is not None else "")
+             and isinstance(r.get("problems"), list) and all(isinstance(p, str) for p in r["problems"])
+             and hmac.compare_digest(str(r.get("mac")), seal.signed(key, nonce, str(r.get("verdict")),
+                                                                     r["source"], r["problems"]))]
+    return valid[0] if len(valid) == 1 else None
+
+
+def _integrity(cell, key, nonce, source):
+    """What went wrong with a test cell's sealed run, if anything: {"flag": for a person, "error":
+    why the test fails}."""
+    receipt = _receipts(cell, key, nonce, source)
+    if receipt is None:
+        return {"flag": "tests did not run as the grader sent them: the sealed kit gave no valid receipt "
+                        "(an input transformer, or a replaced test runner?)",
+                "error": "this test did not run as the grader sent it (no valid receipt from the sealed kit): "
+                         "it counts as failed"}
+    if receipt["verdict"] == "tampered":
+        problems = "; ".join(receipt["problems"])
+        return {"flag": f"changed what graded tests rely on: {problems}",
+                "error": f"this test found what it relies on changed ({problems}): it counts as failed"}
+    return None
+
+
+def _install_seal(client, nb, key, mode):
+    """Seal the kit the setup cell defined (seal.py): the receipts' key and the grader's mode go in
+    a file the seal reads and deletes, never in the code the kernel sees."""
+    handle, settings = tempfile.mkstemp(prefix="seal-", dir="/tmp")
+    with os.fdopen(handle, "w") as file:
+        json.dump({"key": key.hex(), "mode": mode}, file)
+    cell = nbformat.v4.new_code_cell(f"__import__({SEAL!r}, fromlist=['install']).install({settings!r})")
+    nb.cells.append(cell)  # nbclient stores each cell it ran back at its index: this one goes away again
+    try:
+        client.execute_cell(cell, len(nb.cells) - 1, store_history=False)
+    finally:
+        nb.cells.pop()
+    receipt = _receipts(cell, key, "install", None)
+    if receipt is None:
+        errors = [f"{o.get('ename')}: {o.get('evalue')}" for o in cell.outputs if o.get("output_type") == "error"]
+        return {"seal": [f"the grader could not seal the kit ({'; '.join(errors) or 'no receipt'})"], "mode": None}
+    return {"seal": receipt["problems"], "mode": receipt["verdict"]}
+
+
+def execute(path, report, cell_timeout, output_limit, mode):
     nb = nbformat.read(path, as_version=4)
     os.unlink(path)  # it holds the hidden tests, put back for grading: gone before any student code runs
     # Unix sockets, not TCP: the sandbox has no network, not even loopback.
@@ -76,12 +149,15 @@ def execute(path, report, cell_timeout, output_limit):
     client.on_cell_executed = lambda cell, cell_index, execute_reply: replies.__setitem__(
         cell_index, execute_reply["content"].get("status"))
 
+    key = secrets.token_bytes(32)  # signs the seal's receipts; the kernel gets it through a file
     with client.setup_kernel():
         send({"ready": True})
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
+        for index in _order(nb):
+            cell = nb.cells[index]
             started = time.monotonic()
+            source, nonce, name = cell.source, secrets.token_hex(8), grade_id(cell) or f"cell {index + 1}"
+            if _is_test(cell):  # sent through the seal, which signs what it ran
+                cell.source = f"__import__({SEAL!r}, fromlist=['run']).run({nonce!r}, {source!r}, {name!r})"
             try:
                 client.execute_cell(cell, index)
             except DeadKernelError:
@@ -92,8 +168,16 @@ def execute(path, report, cell_timeout, output_limit):
                 send({"index": index, "outputs": cell.get("outputs", []), "execution_count": None})
                 send({"end": "cell timeout", "index": index, "detail": f"ran past {cell_timeout} s"})
                 return
-            send({"index": index, "outputs": cell.outputs, "execution_count": cell.execution_count,
-                  "status": replies.get(index), "seconds": round(time.monotonic() - started, 2)})
+            finally:
+                cell.source = source
+            message = {"index": index, "outputs": cell.outputs, "execution_count": cell.execution_count,
+                       "status": replies.get(index), "seconds": round(time.monotonic() - started, 2)}
+            if _is_test(cell):
+                message["integrity"] = _integrity(cell, key, nonce, source)
+                message["outputs"] = cell.outputs
+            send(message)
+            if grade_id(cell) == "setup":
+                send(_install_seal(client, nb, key, mode))
     send({"end": "finished"})
 
 
@@ -103,12 +187,14 @@ def main(argv=None):
     parser.add_argument("--report-fd", type=int, required=True)
     parser.add_argument("--cell-timeout", type=int, default=300)
     parser.add_argument("--output-limit", type=int, default=1 << 20)
+    parser.add_argument("--mode", choices=["cuda", "interpreter"], required=True,
+                        help="where the grader runs the notebook's kernels, to compare with the kit's own view")
     args = parser.parse_args(argv)
     # Not dumpable: processes of the same user (the notebook's kernel) cannot open our files or
     # attach to us, so the report pipe stays ours.
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     with os.fdopen(args.report_fd, "w") as report:
-        execute(args.notebook, report, args.cell_timeout, args.output_limit)
+        execute(args.notebook, report, args.cell_timeout, args.output_limit, args.mode)
 
 
 if __name__ == "__main__":

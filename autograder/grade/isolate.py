@@ -56,14 +56,21 @@ class SandboxedExecute(NbGraderPreprocessor):
             nbformat.write(nb, notebook)
             if self.gpu_turn:
                 os.link(self.gpu_turn, workdir / sandbox.GPU_TURN)
-            reports, end, code, start_s = self._run(workdir, notebook)
+            reports, end, code, start_s, sealed = self._run(workdir, notebook)
+        flags = self._seal_flags(sealed)
         for message in reports:
             cell = nb.cells[message["index"]]
             cell.outputs = [nbformat.from_dict(o) for o in message["outputs"]]
             cell.execution_count = message["execution_count"]
-            if message.get("status") == "error" and not any(o.output_type == "error" for o in cell.outputs):
-                cell.outputs.append(_error(HIDDEN_ERROR, ename="ErrorHidden"))
+            integrity = message.get("integrity")  # the sealed run of this test went wrong (execute.py)
+            if integrity:
+                flags.append(integrity["flag"])
+            if (integrity or message.get("status") == "error") and not any(o.output_type == "error"
+                                                                           for o in cell.outputs):
+                cell.outputs.append(_error(integrity["error"], ename="GradingIntegrity") if integrity
+                                    else _error(HIDDEN_ERROR, ename="ErrorHidden"))
         status = self._explain(nb, reports, end, code)
+        status["flags"] = list(dict.fromkeys(flags))
         status["seconds"] = round(time.monotonic() - started, 1)
         # Where the time went: starting the sandbox and kernel, then each cell (for report.html).
         status["timings"] = {"start": start_s,
@@ -72,10 +79,24 @@ class SandboxedExecute(NbGraderPreprocessor):
             Path(self.status_file).write_text(json.dumps(status))
         return nb, resources
 
+    def _seal_flags(self, sealed):
+        """What the seal found when it was installed (execute.py), and whether the kit's mode is the
+        grader's: a notebook graded with a GPU whose kernels ran on the interpreter is flagged."""
+        if sealed is None:
+            return []
+        flags = list(sealed["seal"])
+        if sealed["mode"] is not None and sealed["mode"] != self._mode():
+            flags.append(f"the kit ran in mode {sealed['mode']!r} although the grader ran the notebook in "
+                         f"mode {self._mode()!r}: performance tests fail")
+        return flags
+
+    def _mode(self):
+        return "cuda" if self.gpu else "interpreter"
+
     def _command(self, workdir, notebook, report_fd, limits):
         inner = [sys.executable, "-m", "autograder.grade.execute", f"{sandbox.WORK}/{notebook.name}",
                  "--report-fd", str(report_fd), "--cell-timeout", str(self.cell_timeout),
-                 "--output-limit", str(self.output_limit)]
+                 "--output-limit", str(self.output_limit), "--mode", self._mode()]
         if sandbox.available():
             return sandbox.sandboxed(inner, workdir, limits)
         if self.require_sandbox:
@@ -109,8 +130,9 @@ class SandboxedExecute(NbGraderPreprocessor):
             return self._collect(process, read_end)
 
     def _collect(self, process, read_end):
-        """The cells' reports, how the run ended, the exit code, and the seconds until the kernel was ready."""
-        reports, end, buffer, start_s = [], None, b"", None
+        """The cells' reports, how the run ended, the exit code, the seconds until the kernel was ready,
+        and the seal's report."""
+        reports, end, buffer, start_s, sealed = [], None, b"", None, None
         launched = time.monotonic()
         deadline = launched + self.deadline
         with os.fdopen(read_end, "rb") as pipe:
@@ -131,6 +153,8 @@ class SandboxedExecute(NbGraderPreprocessor):
                         end = message
                     elif "ready" in message:
                         start_s = round(time.monotonic() - launched, 2)
+                    elif "seal" in message:
+                        sealed = message
                     else:
                         reports.append(message)
         try:
@@ -146,7 +170,7 @@ class SandboxedExecute(NbGraderPreprocessor):
             stderr = process.stderr.read().decode(errors="replace")[-2000:]
             end.setdefault("stderr", stderr)
         process.stderr.close()
-        return reports, end, process.returncode, start_s
+        return reports, end, process.returncode, start_s, sealed
 
     def _explain(self, nb, reports, end, code):
         """Mark where the run stopped and which tests never ran; say how the run ended."""

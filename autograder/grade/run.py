@@ -98,6 +98,7 @@ class SandboxRunner:
             log = _logged(api.autograde(self.assignment, submission.student, force=True, create=True))
             status = _json(status_file)
             flags = flags + status.get("flags", [])  # what the sealed tests found (execute.py, seal.py)
+            flags = flags + status.get("flags", [])  # what the sealed tests found (execute.py, seal.py)
             grade = record(scratch, self.assignment, submission.student, status,
                            time.monotonic() - started, flags, notes)
             if grade is None:

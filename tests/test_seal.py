@@ -1,0 +1,200 @@
+"""The seal (autograder/grade/seal.py): graded tests run with the kit as the setup cell made it, and
+whatever a notebook replaces to get around them fails the test and is reported in a signed receipt.
+
+Most tests run the kit in an IPython shell in this process, as a kernel would; the last runs a
+notebook through execute.py with a real kernel, where the receipts are checked from outside it.
+"""
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from IPython.core.displaypub import CapturingDisplayPublisher
+from IPython.core.interactiveshell import InteractiveShell
+
+from autograder import kit  # first: without a GPU it sets TRITON_INTERPRET, which Triton reads on import
+from autograder.grade import seal
+
+KIT = Path(kit.__file__).read_text()
+# A test cell in the style of the lessons': a wrong answer must fail it.
+WRONG_ANSWER_TEST = """x = rand(100)
+check_output(x * 2, x, name="doubled")
+"""
+
+
+class Notebook:
+    """An IPython shell that ran the kit as its setup cell, then installed the seal."""
+
+    def __init__(self, shell, mode="interpreter"):
+        self.shell, self.key = shell, secrets.token_bytes(32)
+        shell.reset()
+        shell.display_pub = CapturingDisplayPublisher()
+        assert shell.run_cell(KIT).success
+        handle, settings = tempfile.mkstemp()
+        with os.fdopen(handle, "w") as file:
+            json.dump({"key": self.key.hex(), "mode": mode}, file)
+        assert shell.run_cell(f"import autograder.grade.seal\nautograder.grade.seal.install({settings!r})",
+                              store_history=False).success
+        assert not os.path.exists(settings), "the seal deletes the grader's settings once read"
+        self.install = self._receipts("install")[0]
+
+    def student(self, code):
+        assert self.shell.run_cell(code).success, code
+
+    def test(self, source, nonce=None):
+        """Run a test cell through the seal: (the error it raised or None, its receipt)."""
+        nonce, before = nonce or secrets.token_hex(8), len(self.shell.display_pub.outputs)
+        result = self.shell.run_cell(f"autograder.grade.seal.run({nonce!r}, {source!r}, 'test')")
+        receipts = self._receipts(nonce, since=before)
+        assert len(receipts) == 1
+        return result.error_in_exec, receipts[0]
+
+    def _receipts(self, nonce, since=0):
+        found = [o["data"][seal.RECEIPT] for o in self.shell.display_pub.outputs[since:] if seal.RECEIPT in o["data"]]
+        return [r for r in found if r["nonce"] == nonce and
+                r["mac"] == seal.signed(self.key, nonce, r["verdict"], r["source"], r["problems"])]
+
+
+@pytest.fixture(scope="module")
+def shell():
+    shell = InteractiveShell.instance()
+    yield shell
+    shell.reset()
+
+
+@pytest.fixture
+def notebook(shell):
+    return Notebook(shell)
+
+
+def test_an_honest_test_passes_with_a_signed_receipt(notebook):
+    assert notebook.install["verdict"] == kit.MODE and notebook.install["problems"] == []
+    error, receipt = notebook.test("x = rand(100)\ncheck_output(x.clone(), x)\nresult = 'kept'")
+    assert error is None and receipt["verdict"] == "passed"
+    assert receipt["source"] == seal.source_hash("x = rand(100)\ncheck_output(x.clone(), x)\nresult = 'kept'")
+    assert notebook.shell.user_ns["result"] == "kept", "what a test binds is the notebook's afterwards"
+
+
+def test_a_test_cell_defines_helpers_that_later_tests_use(notebook):
+    assert notebook.test("def _check(x):\n    check_output(x.clone(), x)\n")[0] is None
+    notebook.student("answer = 1")
+    assert notebook.test("_check(rand(10))\nassert answer == 1")[0] is None
+    assert notebook.test("del answer")[0] is None and "answer" not in notebook.shell.user_ns
+
+
+@pytest.mark.parametrize("rebinding", [
+    'globals()["check_output"] = lambda *args, **kwargs: None',
+    'import sys\nsys._getframe(0).f_globals["check_output"] = lambda *args, **kwargs: None',
+    'rand.__globals__["check_output"] = lambda *args, **kwargs: None',
+    'rand.__globals__["_isclose"] = lambda a, b, **kwargs: (a == a)',
+    'FLOAT_DTYPES.clear()\n_COPY_BANDWIDTH[1] = 1.0',
+])
+def test_rebinding_the_kit_in_the_notebook_does_not_reach_the_tests(notebook, rebinding):
+    notebook.student(rebinding)
+    error, receipt = notebook.test(WRONG_ANSWER_TEST)
+    assert isinstance(error, AssertionError) and "doubled: element" in str(error), error
+    assert receipt["verdict"] == "failed" and receipt["problems"] == []
+
+
+@pytest.mark.parametrize("replacement, named", [
+    ("torch.isclose = lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool)", "torch.isclose was replaced"),
+    ('type.__setattr__(torch.Tensor, "all", lambda self, *args: torch.tensor(True))', "torch.Tensor.all was added"),
+    ("import math\nmath.isclose = lambda *args, **kwargs: True", "math.isclose was replaced"),
+    ("import builtins\nbuiltins.divmod = lambda a, b: (0, 0)", "builtins.divmod was replaced"),
+    ("from torch.overrides import TorchFunctionMode\nTorchFunctionMode().__enter__()", "mode was left active"),
+])
+def test_what_a_notebook_replaces_fails_the_test_and_is_named(notebook, replacement, named, restores):
+    notebook.student(replacement)
+    error, receipt = notebook.test("x = rand(10)\ncheck_output(x.clone(), x)")
+    assert "cannot trust its checks" in str(error) and named in str(error), error
+    assert receipt["verdict"] == "tampered" and any(named in problem for problem in receipt["problems"])
+
+
+def test_a_lying_operator_in_torchs_dispatcher_is_caught(notebook, restores):
+    notebook.student("lie = torch.library.Library('aten', 'IMPL')\n"
+                     "lie.impl('isclose', lambda a, b, **kwargs: torch.ones(a.shape, dtype=torch.bool), 'CPU')")
+    error, receipt = notebook.test(WRONG_ANSWER_TEST)
+    notebook.student("lie._destroy()")
+    assert receipt["verdict"] == "tampered" and "comparisons give wrong answers" in str(error)
+
+
+def test_an_answer_that_rebinds_the_kit_from_inside_a_test_is_caught(notebook):
+    notebook.student('''import sys
+
+def add(x):
+    frame = sys._getframe(1)
+    while frame is not None:  # every caller's namespace: the kit's, then the test's
+        frame.f_globals["check_output"] = lambda *args, **kwargs: None
+        frame = frame.f_back
+    return x * 2''')
+    error, receipt = notebook.test('x = rand(10)\nout = call_answer(add, x)\ncheck_output(out, x, name="add")')
+    assert receipt["verdict"] == "tampered" and "check_output" in str(error), error
+
+
+def test_a_test_run_twice_under_one_nonce_is_tampering(notebook):
+    assert notebook.test("x = 1", nonce="once")[1]["verdict"] == "passed"
+    assert notebook.test("x = 1", nonce="once")[1]["verdict"] == "tampered"
+
+
+def test_the_graders_mode_reaches_only_the_sealed_kit(shell):
+    notebook = Notebook(shell, mode="cuda")  # a GPU grader whose notebook ended up on the interpreter
+    if kit.ON_GPU:
+        pytest.skip("on a GPU the kit's own mode is cuda")
+    error, receipt = notebook.test('check_bandwidth(1.0, 0.7, "add")')
+    assert "The grader ran this notebook with a GPU" in str(error) and receipt["verdict"] == "failed"
+    notebook.student('check_bandwidth(1.0, 0.7, "add")')  # the student's own run: advisory, as always
+
+
+@pytest.fixture
+def restores():
+    """Put back what a replacement test changes in this process's torch, math and builtins."""
+    import builtins
+    import math
+
+    import torch
+    saved = {torch: dict(vars(torch)), math: dict(vars(math)), builtins: dict(vars(builtins))}
+    tensor_all = vars(torch.Tensor).get("all")
+    yield
+    for module, names in saved.items():
+        vars(module).update(names)
+    if tensor_all is None and "all" in vars(torch.Tensor):
+        delattr(torch.Tensor, "all")
+    while torch._C._len_torch_function_stack():
+        torch._C._pop_torch_function_stack()
+
+
+def test_execute_fails_a_test_that_did_not_run_through_the_seal(tmp_path):
+    """Through execute.py and a real kernel: an input transformer turns the second test into `pass`;
+    its cell has no valid receipt, so the report says so (isolate.py fails the test and flags it)."""
+    skip_tests = '''def skip_tests(lines):
+    return ["pass\\n"] if "check_output" in "".join(lines) else lines
+
+
+get_ipython().input_transformers_cleanup.append(skip_tests)'''
+    test = {"nbgrader": {"grade": True, "grade_id": "test_doubled", "locked": True, "points": 1}}
+    cells = [nbformat.v4.new_code_cell(KIT, metadata={"nbgrader": {"grade_id": "setup", "locked": True}}),
+             nbformat.v4.new_code_cell("x = rand(10)\ncheck_output(x.clone(), x)", metadata=test),
+             nbformat.v4.new_code_cell(skip_tests),
+             nbformat.v4.new_code_cell(WRONG_ANSWER_TEST, metadata={"nbgrader": {**test["nbgrader"],
+                                                                                "grade_id": "test_later"}})]
+    path = tmp_path / "notebook.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    read_end, write_end = os.pipe()
+    subprocess.run([sys.executable, "-m", "autograder.grade.execute", str(path), "--report-fd", str(write_end),
+                    "--mode", kit.MODE], pass_fds=(write_end,), cwd=tmp_path, check=True, timeout=300,
+                   env={**os.environ, "TRITON_INTERPRET": "1"} if not kit.ON_GPU else None)
+    os.close(write_end)
+    with os.fdopen(read_end) as report:
+        messages = [json.loads(line) for line in report]
+    assert {"seal": [], "mode": kit.MODE} in messages
+    cells = {m["index"]: m for m in messages if "index" in m and "outputs" in m}
+    assert cells[1]["status"] == "ok" and cells[1]["integrity"] is None
+    assert cells[3].get("integrity"), messages
+    assert cells[3]["integrity"]["flag"].startswith("tests did not run as the grader sent them")
+    assert not any(seal.RECEIPT in o.get("data", {}) for m in cells.values() for o in m["outputs"]), \
+        "receipts are taken out of the outputs"
