@@ -671,7 +671,7 @@ K = 1024
 a, b = rand(64, K), rand(K, 64)
 exact = a.double() @ b.double()
 scale = exact.abs().max().item()
-for precision in ["tf32", "ieee"]:
+for precision in ["tf32", "ieee"] if not ON_GPU or CAPABILITY >= (8, 0) else ["ieee"]:  # no TF32 before 8.0
     c = torch.empty(64, 64, device=DEVICE)
     dot_precision_kernel[(1,)](a, b, c, K, PRECISION=precision)
     print(f"tl.dot, input_precision={precision!r:7}: largest error {(c.double() - exact).abs().max().item():.2e}, "
@@ -720,8 +720,10 @@ def tflops(M, N, K, ms):
 
 
 dtype = torch.float16 if torch.float16 in DOT_DTYPES else torch.float32
-M, N, K = sized((8192, 8192, 4096), (128, 128, 64))
-tile = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64) if ON_GPU else dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=64)
+# Below compute capability 8.0 tl.dot runs fp32 on the CUDA cores: smaller tiles and problems there.
+tensor_cores = ON_GPU and dtype == torch.float16
+M, N, K = (8192, 8192, 4096) if tensor_cores else sized((2048, 2048, 1024), (128, 128, 64))
+tile = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64) if tensor_cores else dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=sized(32, 64))
 x = rand(32, 48, dtype=dtype)
 with guarded_allocations():  # first make sure that matmul is right: a stub or a bug stops here
     check_product(call_answer(matmul, x, x.t()), x, x.t(), "matmul")
@@ -836,11 +838,11 @@ print("matmul_tuned is right, with the configuration the tuner chose.")
 # %% nbgrader={"grade": true, "grade_id": "test_matmul_tuned_hidden", "locked": true, "points": 1}
 # Hidden tests check matmul_tuned on more shapes, layouts and dtypes when your notebook is graded.
 ### BEGIN HIDDEN TESTS
-for M, N, K in [(1, 1, 1), (100, 3, 70), (3, 100, 70), (97, 65, 1)]:
-    for dtype in DOT_DTYPES:
-        a, b = matrix(M, K, dtype=dtype), matrix(K, N, "transposed", dtype)
-        call_answer(matmul_tuned, a, b)
-        run_product(matmul_tuned, a, b)
+# On a GPU every new shape and dtype is tuned (a compile and a timing per configuration): a few only.
+for (M, N, K), dtype in zip([(1, 1, 1), (100, 3, 70), (3, 100, 70), (97, 65, 1)], DOT_DTYPES * 2):
+    a, b = matrix(M, K, dtype=dtype), matrix(K, N, "transposed", dtype)
+    call_answer(matmul_tuned, a, b)
+    run_product(matmul_tuned, a, b)
 print("matmul_tuned passed the hidden tests.")
 ### END HIDDEN TESTS
 
@@ -950,8 +952,7 @@ print("linear_relu passed the hidden tests.")
 #   own epilogue, and the ReLU is a kernel of its own).
 
 # %%
-M = N = K = sized(4096, 64)
-tile = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64) if ON_GPU else dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=64)
+M = N = K = 4096 if tensor_cores else sized(2048, 64)
 x, weight, bias = rand(M, K, dtype=dtype), rand(N, K, dtype=dtype), rand(N, dtype=dtype)
 with guarded_allocations():  # first make sure that linear_relu is right: a stub or a bug stops here
     small = (x[:40, :50], weight[:30, :50], bias[:30])
