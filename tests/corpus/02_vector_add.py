@@ -345,6 +345,35 @@ for source in In:
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "flags": ["reads IPython's input history"],
     },
+    "honest_habits": {
+        "about": "a correct submission with the cells students add: %timeit, a %%time cell, a plot, prints, "
+                 "a helper that checks add with torch.testing: full marks and not one flag",
+        "answers": "solution",
+        "add_cells": [["add", '''x, y = rand(4099), rand(4099)
+%timeit -n 3 -r 1 add(x, y)'''],
+                      ["add", '''%%time
+x, y = rand(4099), rand(4099)
+out = add(x, y)
+print(f"{out.shape=} {out.dtype} {out.device}", out[:4].tolist())'''],
+                      ["add", '''import matplotlib.pyplot as plt
+from math import prod
+
+
+def check_add(shape: tuple[int, ...]) -> float:
+    """My own check: add against torch, and its time in ms."""
+    torch.manual_seed(0)
+    x, y = rand(*shape), rand(*shape)
+    torch.testing.assert_close(add(x, y), x + y)
+    return bench_ms(lambda: add(x, y))
+
+
+shapes = [(1,), (1000,), (37, 53)]
+times = [check_add(shape) for shape in shapes]
+plt.plot([prod(shape) for shape in shapes], times, marker="o")
+plt.xlabel("elements")
+plt.show()''']],
+        "fails": [],
+    },
     "huge_output": {
         "about": "prints 50 MB in an answer cell: the output is cut, grading goes on",
         "answers": "release",
@@ -421,6 +450,58 @@ def skip_tests(lines):
 sys.modules["IPython"].get_ipython().input_transformers_cleanup.append(skip_tests)''']]},
         "fails": [],
         "flags": ["sys.modules"],
+    },
+    "kit_rebound_via_frame": {
+        "about": "a right copy_kernel; check_output rebound through the frame's globals (sys._getframe): to "
+                 "itself, so that the grade does not depend on the tests' own defences, only the audit's flag",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+import sys
+
+sys._getframe(0).f_globals["check_output"] = check_output''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["inspects the caller's frames (sys._getframe)", "reaches into a frame"],
+    },
+    "kit_rebound_via_function_globals": {
+        "about": "a right copy_kernel; check_output rebound through a function's __globals__ (to itself, as above)",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+def namespace():
+    pass
+
+
+namespace.__globals__["check_output"] = check_output''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["uses __globals__"],
+    },
+    "kit_rebound_via_main_module": {
+        "about": "a right copy_kernel; check_output rebound through the __main__ module's __dict__ (to itself, "
+                 "as above)",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+import __main__
+
+__main__.__dict__["check_output"] = check_output''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["imports __main__", "__main__.__dict__"],
     },
     "kit_replaced_via_globals": {
         "about": "a right copy_kernel; check_output replaced through globals() so that no assignment names it",
@@ -679,6 +760,22 @@ if leaks:
         "reason": "SIGSEGV",
         "flags": ["imports ctypes"],
     },
+    "setattr_computed_name": {
+        "about": "a right copy_kernel; torch.allclose set with setattr and a name put together at run time, so "
+                 "that no text names it (set to itself, as in kit_rebound_via_frame)",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+name = "all" + "close"
+setattr(torch, name, torch.allclose)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["sets an attribute whose name is computed (setattr)"],
+    },
     "showtraceback": {
         "about": "a wrong copy_kernel and stubs; the shell's showtraceback replaced so that errors print nothing",
         "answers": "release",
@@ -747,6 +844,23 @@ sys.exit(1)''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "flags": ["exits the kernel"],
     },
+    "tensor_method_via_type_setattr": {
+        "about": "a right copy_kernel; torch.Tensor.all set through type.__setattr__, which no assignment shows "
+                 "(to the method it was): the tests see a torch class changed after the setup cell and fail, "
+                 "and the audit names the line",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)
+
+
+type.__setattr__(torch.Tensor, "all", torch.Tensor.all)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["uses __setattr__"],
+    },
     "torch_fallback": {
         "about": "add returns x + y and launches nothing",
         "answers": "release",
@@ -758,6 +872,19 @@ sys.exit(1)''']]},
                   "add": [["    # YOUR CODE HERE\n    raise NotImplementedError()", "    return x + y"]]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "flags": ["torch fallback"],
+    },
+    "torch_ops_fallback": {
+        "about": "add calls aten's add through torch.ops, an entry point no list of torch functions names, "
+                 "and launches nothing",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']],
+                  "add": [["    # YOUR CODE HERE\n    raise NotImplementedError()", "    return torch.ops.aten.add(x, y)"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["calls torch's operators directly (torch.ops.aten.add)"],
     },
     "uninitialised": {
         "about": "add computes x + y with torch, frees it, and returns torch.empty_like(x), which may hold it",
