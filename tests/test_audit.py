@@ -152,6 +152,8 @@ x.grad = None''',
     "my own exception": 'class ShapeError(Exception):\n    def __init__(self, message):\n        super().__init__(message)',
     "a name that shadows a built-in": "input = rand(10)\nprint(input.sum())",
     "a walrus": "if (n := x.numel()) > 0:\n    print(n)",
+    "type named, not called": "def describe(kind: type, value) -> str:\n    return f'{isinstance(value, kind)} {type(value).__name__}'\n"
+                              "\n\nprint(describe(int, 3), isinstance(int, type))",
     "a lesson's demo cell, copied": '''for n, block in [(14, 4), (16, 4), (1000, 256), (98432, 1024)]:
     print(f"n = {n:6}, BLOCK_SIZE = {block:5}: triton.cdiv = {triton.cdiv(n, block):3} programs "
           f"(n // BLOCK_SIZE = {n // block})")''',
@@ -257,7 +259,9 @@ CHEATS = {
     "delattr": ('delattr(torch.testing, "assert_close")', ["deletes torch.testing.assert_close (monkeypatching)"]),
     "del": ("del torch.allclose", ["deletes torch.allclose (monkeypatching)"]),
     "getattr with a computed name": ('close = getattr(torch, "all" + "close")', ["reads an attribute whose name is computed"]),
-    "getattr passed around": ('g = getattr\ng(torch, "ops")', ["uses getattr without calling it"]),
+    "getattr passed around": ('g = getattr\ng(torch, "ops")', ["hands getattr on to be called elsewhere"]),
+    "getattr passed to a function": ('import functools\n\nfunctools.reduce(getattr, ["__globals__"], rand)',
+                                     ["hands getattr on"]),
     "a class built by type": ('Fake = type("Fake", (torch.Tensor,), {"__eq__": lambda self, other: True})',
                               ["builds a class with type(name, bases, namespace)"]),
     "a class attribute through type()": ("type(x).all = lambda self: True", ["assigns an attribute of a class"]),

@@ -134,7 +134,9 @@ BUILTINS = {
     "round", "set", "setattr", "delattr", "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple",
     "type", "zip", "Ellipsis", "NotImplemented",
 }
-CALLED_ONLY = {"getattr", "setattr", "delattr", "type"}  # allowed when called, with their arguments audited
+# Allowed where they are called (their arguments are audited) or named (isinstance(x, type), hints), not
+# handed on to call them elsewhere: g = getattr; g(x, "__globals__").
+CALLED_ONLY = {"getattr", "setattr", "delattr", "type"}
 NAMES = {
     "open": "opens a file", "exec": "runs generated code (exec)", "eval": "runs generated code (eval)",
     "compile": "compiles generated code (compile)", "__import__": "imports by name (__import__)",
@@ -205,6 +207,16 @@ def _is_jit(function):
 def _is_exception(name):
     value = getattr(builtins, name, None)
     return isinstance(value, type) and issubclass(value, BaseException)
+
+
+def _handed_on(node):
+    """Whether a name's value is passed, stored or returned (not called, not merely named)."""
+    parent = node.parent
+    if isinstance(parent, ast.Call):
+        return node in parent.args and _root(parent.func) not in ("isinstance", "issubclass")
+    return isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.keyword, ast.Return,
+                               ast.Starred, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Lambda, ast.IfExp,
+                               ast.BoolOp, ast.Yield)) and getattr(parent, "annotation", None) is not node
 
 
 def _text(node):
@@ -297,8 +309,8 @@ class _Scope:
 
 
 class _Auditor(ast.NodeVisitor):
-    """Reads a notebook's code cells in order; `audit` returns (line, reason) for each thing in one cell
-    that lies outside the course's language."""
+    """Reads the student's cells of one notebook, in order; `audit` returns (line, reason) for each thing
+    in one cell that lies outside the course's language."""
 
     def __init__(self, kit, bound, modules, wrappers=()):
         self.kit = kit  # {name: module path, or None}: what the setup cell defines
@@ -415,8 +427,8 @@ class _Auditor(ast.NodeVisitor):
             return NAMES[name]
         if _is_dunder(name):
             return None if name in SAFE_DUNDERS else f"uses {name}, one of Python's internals"
-        if name in CALLED_ONLY and not (isinstance(node.parent, ast.Call) and node.parent.func is node):
-            return f"uses {name} without calling it (a way to hide what it is called with)"
+        if name in CALLED_ONLY and _handed_on(node):
+            return f"hands {name} on to be called elsewhere (which hides what it is called with)"
         if hasattr(builtins, name) and name not in BUILTINS and not _is_exception(name):
             return f"uses the built-in {name}, which this course's answers never need"
         return None
