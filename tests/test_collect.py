@@ -9,7 +9,7 @@ import pytest
 
 from autograder.demo import class_course
 from autograder.grade.collect import Submission, beside_notebook, collect, left_out_note, recover_metadata
-from autograder.grade.feedback import VERDICT_CHARS, WITHHELD, KeepVerdictsOnly
+from autograder.grade.feedback import VERDICT_CHARS, WITHHELD, KeepVerdictsOnly, LeadWithSummary
 from autograder.grade.integrity import grade_id
 from autograder.grade.record import StudentGrade
 from autograder.grade.report import write_report
@@ -174,7 +174,7 @@ def _error(ename, evalue):
     ([_error("CheckFailed", "add: element 3 is wrong")], "failed: 0 of 3 points. CheckFailed: add: element 3 is wrong"),
     ([_error("CheckFailed", "x" * 5000)], None),  # bounded
     ([_error("CheckFailed", "it is: secret_check_with_a_long_name(add)")], WITHHELD),
-    ([_error("RuntimeError", "c2VjcmV0X2NoZWNr")], "RuntimeError was raised in code the test called"),
+    ([_error("RuntimeError", "c2VjcmV0X2NoZWNr")], "RuntimeError (raised while the test ran; its message is not shown"),
     ([{"output_type": "stream", "name": "stdout", "text": "c2VjcmV0X2NoZWNr"}, _error("CheckFailed", "wrong")],
      "CheckFailed: wrong"),
 ])
@@ -189,6 +189,17 @@ def test_feedback_keeps_one_bounded_verdict_per_test_and_no_output(outputs, show
     assert len(verdict.text) <= VERDICT_CHARS + 40 and "\n" not in verdict.text
     assert "c2VjcmV0X2NoZWNr" not in verdict.text
     assert shown is None or shown in verdict.text, verdict.text
+
+
+def test_feedback_leads_with_the_score_what_failed_and_the_notes():
+    nb = nbformat.v4.new_notebook(cells=[_graded_cell([_error("CheckFailed", "add <b>wrong</b>")])])
+    nb.metadata["autograder"] = {"notes": ["not graded, handed in beside the notebook: helpers.py"]}
+    nb, _ = KeepVerdictsOnly().preprocess(nb, {})
+    nb, _ = LeadWithSummary().preprocess(nb, {"nbgrader": {"score": 10, "max_score": 13}})
+    summary = nb.cells[0].source
+    assert nb.cells[0].cell_type == "markdown" and "Score: 10 of 13" in summary
+    assert "test_add_hidden</a>: failed: 0 of 3 points. CheckFailed: add &lt;b&gt;wrong&lt;/b&gt;" in summary
+    assert "<li>not graded, handed in beside the notebook: helpers.py</li>" in summary
 
 
 def test_the_time_table_names_each_cell_once(tmp_path):

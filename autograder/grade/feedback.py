@@ -51,7 +51,16 @@ def verdict_message(cell, hidden=()):
     if error is None or error.ename in OWN_ERRORS:
         return bounded(failure_message(cell), hidden)
     ename = re.sub(r"[^\w.]", "", error.ename)[:60]
-    return f"{ename} was raised in code the test called; run the notebook to read its message"
+    return f"{ename} (raised while the test ran; its message is not shown here: run the notebook to read it)"
+
+
+def attach_notes(notebook, notes):
+    """Keep the grader's notes for the student (files left out, metadata recovered) in the autograded
+    notebook, where LeadWithSummary finds them, whichever command makes the feedback."""
+    if notes:
+        nb = nbformat.read(notebook, as_version=4)
+        nb.metadata["autograder"] = {"notes": list(notes)}
+        nbformat.write(nb, notebook)
 
 
 class KeepVerdictsOnly(NbGraderPreprocessor):
@@ -86,16 +95,19 @@ class LeadWithSummary(NbGraderPreprocessor):
         failed = [(meta["grade_id"], cell.outputs[0].text) for cell in nb.cells
                   if (meta := _grading(cell)) and cell.outputs and cell.outputs[0].get("name") == "stderr"]
         grades = resources.get("nbgrader", {})
-        top = f"<p><b>Score: {grades.get('score', 0):g} of {grades.get('max_score', 0):g}.</b> "
+        parts = [f"<p><b>Score: {grades.get('score', 0):g} of {grades.get('max_score', 0):g}.</b> "]
         if failed:
-            items = "".join(f'<li><a href="#{html.escape(name)}">{html.escape(name)}</a>: {html.escape(text)}</li>'
-                            for name, text in failed)
-            body = f"{len(failed)} test(s) failed:</p><ul>{items}</ul>"
+            parts.append(f"{len(failed)} test(s) failed:</p><ul>" + "".join(
+                f'<li><a href="#{html.escape(name)}">{html.escape(name)}</a>: {html.escape(text)}</li>'
+                for name, text in failed) + "</ul>")
         else:
-            body = "Every test passed.</p>"
-        note = ("<p>Below: your notebook as you handed it in, with each test's verdict under it. "
-                "Outputs are not shown; run the notebook to see them.</p>")
-        nb.cells.insert(0, nbformat.v4.new_markdown_cell(f'<div class="alert alert-info">{top}{body}{note}</div>'))
+            parts.append("Every test passed.</p>")
+        notes = nb.metadata.get("autograder", {}).get("notes", [])
+        if notes:
+            parts.append("<p>Please note:</p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+        parts.append("<p>Below: your notebook as you handed it in, with each test's verdict under it. "
+                     "Outputs are not shown; run the notebook to see them.</p>")
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(f'<div class="alert alert-info">{"".join(parts)}</div>'))
         return nb, resources
 
 

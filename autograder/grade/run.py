@@ -19,6 +19,7 @@ import nbformat
 from autograder.course import Course
 from autograder.grade import integrity
 from autograder.grade.collect import TIMESTAMP, beside_notebook, left_out_note, recover_metadata
+from autograder.grade.feedback import attach_notes
 from autograder.grade.integrity import grade_id
 from autograder.grade.record import not_graded, record
 
@@ -98,14 +99,16 @@ class SandboxRunner:
             log = _logged(api.autograde(self.assignment, submission.student, force=True, create=True))
             status = _json(status_file)
             flags = flags + status.get("flags", [])  # what the sealed tests found (execute.py, seal.py)
-            flags = flags + status.get("flags", [])  # what the sealed tests found (execute.py, seal.py)
             grade = record(scratch, self.assignment, submission.student, status,
                            time.monotonic() - started, flags, notes)
             if grade is None:
                 return not_graded(submission.student, self.assignment, self.template,
                                   f"nbgrader could not grade it: {_last_error(log)}",
                                   time.monotonic() - started, flags, notes)
-            # The student's feedback is made here, in parallel, rather than for the class at the end.
+            # The student's feedback is made here, in parallel, rather than for the class at the end;
+            # it says the notes too (a file left out explains a failing import).
+            attach_notes(scratch.root / "autograded" / submission.student / self.assignment /
+                         f"{self.assignment}.ipynb", notes)
             api.generate_feedback(self.assignment, submission.student, force=True)
             for stage in ("autograded", "feedback"):
                 self._keep(scratch, stage, submission.student)
