@@ -91,7 +91,8 @@ def parser():
     source = grade.add_mutually_exclusive_group()
     source.add_argument("--submissions", type=Path,
                         help="folder of <student>/<assignment>/*.ipynb (default: the course's submitted/)")
-    source.add_argument("--zip", type=Path, help="an LMS download: <student>/<file>.ipynb or <student>_<file>.ipynb")
+    source.add_argument("--zip", type=Path, help="an LMS download (Canvas, Moodle or Blackboard file names, "
+                        "<student>/<file>.ipynb or <student>_<file>.ipynb)")
     grade.add_argument("--workers", type=int, help="notebooks graded at once (default: one per core, and no more "
                        "than the GPUs hold at --gpu-memory-gb each)")
     grade.add_argument("--gpus", type=_gpu_list, help="GPUs to use, e.g. 0,1 (default: all; '' for none)")

@@ -248,8 +248,8 @@ def test_feedback_for_every_student_shows_no_output_of_the_grading_run(course, g
 
 def test_feedback_leads_with_what_failed_and_folds_the_setup(course, graded):
     page = (graded.reports / LESSON / "feedback" / "release.html").read_text()
-    summary, setup, first_test = (page.index(f"Score: 0 of {sum(_points(course).values())}"),
-                                  page.index("<details><summary>Course setup"), page.index('<a name="test_copy_kernel">'))
+    summary = page.index(f"Score: 0 of {sum(_points(course).values())}")
+    setup, first_test = page.index("<details><summary>Course setup"), page.index('<a name="test_copy_kernel">')
     assert summary < setup < first_test
     assert "test_add_hidden</a>: failed: 0 of 3 points" in page[summary:setup]
 

@@ -135,7 +135,8 @@ def test_an_answer_is_found_beside_a_cell_the_student_added(course, release):
     assert grade_id(recovered.cells[where]) is None
     # Alone between its neighbours, an answer is placed even with its signature changed.
     nb = _stripped(_answered(course))
-    nb.cells[where].source = nb.cells[where].source.replace("def add(x: torch.Tensor, y: torch.Tensor)", "def add(a, b)")
+    signature = "def add(x: torch.Tensor, y: torch.Tensor)"
+    nb.cells[where].source = nb.cells[where].source.replace(signature, "def add(a, b)")
     assert grade_id(recover_metadata(nb, release)[0].cells[where]) == "add"
 
 
