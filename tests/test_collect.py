@@ -37,14 +37,16 @@ def _lms_zip(course, path):
             archive.writestr(name, release)
         for name in LMS_OWN:
             archive.writestr(name, "Name: Jay Roe\nAssignment: 02_vector_add\n")
+        archive.writestr("notebook.ipynb", release)  # names no student: left out, with a warning
         # An earlier Blackboard attempt: the later one (above) is the one graded.
         archive.writestr(f"{LESSON}_jroe_attempt_2026-11-29-09-00-00_{LESSON}.ipynb", b"{not json")
     return path
 
 
-def test_each_lms_naming_gives_the_student_and_flags_only_their_own_rename(course, tmp_path):
+def test_each_lms_naming_gives_the_student_and_flags_only_their_own_rename(course, tmp_path, capsys):
     class_dir = class_course(course, LESSON, {}, tmp_path / "class")
     found = {s.student: s for s in collect(class_dir, LESSON, lms_zip=_lms_zip(course, tmp_path / "lms.zip"))}
+    assert "'notebook.ipynb' names no student" in capsys.readouterr().err
     assert sorted(found) == sorted(student for _, student, _ in LMS_ENTRIES)
     for _, student, renamed in LMS_ENTRIES:
         submission = found[student]

@@ -12,6 +12,7 @@ import difflib
 import importlib.util
 import re
 import shutil
+import sys
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -84,7 +85,8 @@ MOODLE_FOLDER = re.compile(r"(?P<student>.+_\d+)_assign(?:submission|feedback)_[
 def lms_entry(path, assignment):
     """(student, file path within the student's folder, note or None) for one file of an LMS
     download, or None for a file that is the LMS's own. The student is the LMS's unique name for
-    them (Canvas: name and user id; Moodle: the folder, without its plugin suffix)."""
+    them (Canvas: name and user id; Moodle: the folder, without its plugin suffix), or None for a
+    file whose name says no student."""
     if len(path.parts) > 1:  # a folder per student (Moodle, or any <student>/<file> zip)
         folder = MOODLE_FOLDER.match(path.parts[0])
         return (folder["student"] if folder else path.parts[0]), PurePosixPath(*path.parts[1:]), None
@@ -97,7 +99,7 @@ def lms_entry(path, assignment):
     if name.endswith(f"_{assignment}.ipynb"):  # <student>_<assignment>.ipynb, the student's name may hold "_"
         return name[:-len(f"_{assignment}.ipynb")], PurePosixPath(f"{assignment}.ipynb"), None
     student, _, rest = name.partition("_")
-    return (student, PurePosixPath(rest), None) if rest else None
+    return (student, PurePosixPath(rest), None) if rest else (None, path, None)
 
 
 def unpack_lms_zip(archive, assignment, into):
@@ -116,6 +118,10 @@ def unpack_lms_zip(archive, assignment, into):
             if found is None:
                 continue
             student, name, note = found
+            if student is None:
+                print(f"{archive}: {entry.filename!r} names no student (<student>/<file> or "
+                      "<student>_<file> was expected); it was left out", file=sys.stderr)
+                continue
             if note:
                 notes.setdefault(student, []).append(note)
             target = into / student / assignment / name
