@@ -4,9 +4,10 @@ The grading run executes the student's code, which can read the hidden tests whi
 `In`, frames, linecache) and encode them into anything it outputs: text, a plot, an exception, in
 base64 or backwards. So no output of the grading run reaches the student: feedback is the notebook as
 handed in (answers as written, the course's cells as nbgrader restored them, hidden tests cleared)
-and, under each test, one verdict line: passed or failed, its points, and the failure's message
-bounded to VERDICT_CHARS characters on one line. The instructor's autograded notebook and the
-formgrader keep every output.
+and, under each test, one verdict line: passed or failed, its points and, when the course's checks
+or the grader report the failure, their message, bounded to VERDICT_CHARS characters on one line (an
+error raised in the student's code shows its type only: its message is theirs to choose). The
+instructor's autograded notebook and the formgrader keep every output.
 """
 import html
 import re
