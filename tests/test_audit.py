@@ -223,9 +223,11 @@ def test_honest_samples_and_corpus_entries_raise_no_flag(lesson, folder, name, e
 
 @pytest.mark.parametrize("lesson, folder, name, entry",
                          [e for e in ENTRIES if e[3].get("flags")], ids=lambda v: v if isinstance(v, str) else "")
-def test_flagged_samples_and_corpus_entries_get_their_flags(lesson, folder, name, entry):
+def test_flagged_samples_and_corpus_entries_are_flagged_before_they_run(lesson, folder, name, entry):
+    """Each cheat gets, from the audit or the cell comparison alone, at least one of the flags it expects
+    (others may come from the grading run, which tests/test_batch.py checks end to end)."""
     flags = _flags(lesson, entry)
-    assert not [text for text in entry["flags"] if not any(text in flag for flag in flags)], flags
+    assert [text for text in entry["flags"] if any(text in flag for flag in flags)], flags
 
 
 # Ways around the tests, and a text that the flag must contain.
@@ -317,6 +319,8 @@ CHEATS = {
     "C++": ("from torch.utils.cpp_extension import load_inline", ["compiles C++"]),
     "a cache": ("from functools import lru_cache\n\n\n@lru_cache\ndef twice(n):\n    return 2 * n", ["caches results"]),
     "torch's defaults": ("torch.set_default_dtype(torch.float16)", ["changes torch's defaults"]),
+    "torch's settings": ("torch.backends.cuda.matmul.allow_tf32 = True",
+                         ["assigns torch.backends.cuda.matmul.allow_tf32 (changes torch's settings, for the tests too)"]),
     "a hook": ("import sys\n\nsys.excepthook = print", ["replaces excepthook"]),
     "gc": ("import gc\n\ngc.get_objects()", ["imports gc (reaches every live object)"]),
     "import *": ("from os import *", ["imports every name of os"]),
@@ -372,4 +376,5 @@ def test_lines_copied_from_demo_cells_are_the_courses_but_not_those_of_the_setup
     nb = copy.deepcopy(release)
     nb.cells.append(nbformat.v4.new_code_cell('exec("x = 1")\neval("1 + 1")\nKIT = 2', id="mine"))
     assert audit(nb, release) == ["cell 3 (added by the student), line 1: runs generated code (exec)",
-                                  "cell 3 (added by the student), line 3: redefines the course's KIT"]
+                                  "cell 3 (added by the student), line 3: redefines the course's KIT, which the tests use "
+                                  "(give yours another name)"]

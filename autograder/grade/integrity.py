@@ -357,7 +357,7 @@ class _Auditor(ast.NodeVisitor):
         """`name` bound here, to `module` (a dotted path) or to anything else."""
         top = self._at_top(name)
         if top and name in self.kit and (module is None or self.kit[name] != module):
-            self.flag(node, f"redefines the course's {name}")
+            self.flag(node, f"redefines the course's {name}, which the tests use (give yours another name)")
         aliases = self.aliases if top else self.scopes[-1].aliases
         if module:
             aliases[name] = module
@@ -477,6 +477,8 @@ class _Auditor(ast.NodeVisitor):
             self.flag(node, f"replaces {target.attr} (an IPython or interpreter hook)")
         elif isinstance(target, ast.Subscript) and self._path(target.value) == "os.environ":
             return  # one variable: _environment judges its name
+        elif (self._path(target) or "").startswith("torch.backends."):
+            self.flag(node, f"{verb} {written} (changes torch's settings, for the tests too)")
         elif self._module(root):
             self.flag(node, f"{verb} {written} (monkeypatching)")
         elif root in self.kit and not self._local(root):
