@@ -332,6 +332,7 @@ CHEATS = {
     "strings evaluated as code": ("import typing\n\ntyping.get_type_hints(rand)", ["evaluates strings as code"]),
     "the memory cap by another path": ("torch.cuda.memory.set_per_process_memory_fraction(1.0)",
                                        ["changes its share of GPU memory"]),
+    "code too deep to read": ("x = " + " + ".join(["1"] * 900), ["is nested too deeply for the audit to read"]),
     "a built-in outside the language": ("memoryview(b'x')", ["uses the built-in memoryview"]),
 }
 

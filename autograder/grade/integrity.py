@@ -247,13 +247,20 @@ def _declared_global(node):
     return {name for child in ast.walk(node) if isinstance(child, ast.Global) for name in child.names}
 
 
+def _python_tree(code):
+    try:
+        return ast.parse(code)
+    except (RecursionError, ValueError) as error:  # too deeply nested, or null bytes: Python cannot run it either
+        raise SyntaxError(str(error)) from error
+
+
 @functools.lru_cache(maxsize=1024)  # a class's notebooks share most cells (the setup cell is 700 lines)
 def _parse(source, offset=0):
     """The syntax tree of the Python that IPython runs for a cell, its line numbers the cell's (plus
     offset), and the cell's lines that were IPython's own syntax: %magics, !commands, `name?`.
     Shared between calls: read it, never change it."""
     try:
-        tree, escapes = ast.parse(source), set()  # plain Python: IPython runs it as it is
+        tree, escapes = _python_tree(source), set()  # plain Python: IPython runs it as it is
     except SyntaxError:
         lines = source.splitlines()
         skipped = next((number for number, line in enumerate(lines) if line.strip()), len(lines))
@@ -261,7 +268,7 @@ def _parse(source, offset=0):
             code = TransformerManager().transform_cell(source)  # it drops leading blank lines
         except Exception as error:  # IPython cannot read it either
             raise SyntaxError(f"IPython cannot read it: {error}") from error
-        tree = ast.parse(code)
+        tree = _python_tree(code)
         ast.increment_lineno(tree, skipped)
         escapes = {number for number, (before, after) in enumerate(zip(lines[skipped:], code.splitlines()), skipped + 1)
                    if before.strip() != after.strip()}
@@ -786,8 +793,12 @@ def audit(submitted, release, wrappers=()):
             continue  # the course's own code, as released (or restored for grading: `tampering` says so)
         where = f"cell {name!r}" if name else \
             f"cell {index}" + (" (edited by the student)" if cell.get("id") in released else " (added by the student)")
+        try:
+            found = auditor.audit(tree, escapes)
+        except RecursionError:
+            found = [(1, "is nested too deeply for the audit to read")]
         lines = cell.source.splitlines()
-        found = {(line, what) for line, what in auditor.audit(tree, escapes)  # lines copied from the course's cells
+        found = {(line, what) for line, what in found  # lines copied from the course's own cells are not flagged
                  if not (0 < line <= len(lines) and lines[line - 1].strip() in course_lines)}
         flags += [f"{where}, line {line}: {what}" for line, what in sorted(found)]
     return flags
