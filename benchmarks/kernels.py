@@ -106,6 +106,58 @@ def softmax(kit, lesson):
     return "row softmax, fp32, 2^26 elements (GB/s, one read, one write)", rows
 
 
+def layer_norm_inputs(kit, width):
+    """fp16 rows of `width` columns, 2^26 elements in all, with weight and bias that take gradients."""
+    torch, rand = kit["torch"], kit["rand"]
+    x = rand(2 ** 26 // width, width, dtype=torch.float16).requires_grad_()
+    weight = rand(width, dtype=torch.float16).requires_grad_()
+    bias = rand(width, dtype=torch.float16).requires_grad_()
+    return x, weight, bias
+
+
+def layer_norm_fwd(kit, lesson):
+    torch = kit["torch"]
+    F = torch.nn.functional
+    rows = []
+    for width in (1024, 2048, 4096, 8192, 16384):
+        x, weight, bias = layer_norm_inputs(kit, width)
+        torch_norm = lambda: F.layer_norm(x, (width,), weight, bias)  # noqa: E731
+        norm_compiled = compiled(lambda t: F.layer_norm(t, (width,), weight, bias))  # one per shape
+        with torch.no_grad():
+            times = {"ours": time_or_none(kit, lambda: lesson["layer_norm_forward"](x, weight, bias)),
+                     "eager": time_or_none(kit, torch_norm),
+                     "compile": time_or_none(kit, norm_compiled and (lambda: norm_compiled(x)))}
+        rows.append((f"{x.shape[0]}x{width}", 2 * x.numel() * x.element_size(), times))
+    return "layer norm forward, fp16, 2^26 elements (GB/s, one read, one write)", rows
+
+
+def layer_norm_bwd(kit, lesson):
+    """The backward alone, through autograd for all three: torch's, torch.compile's and the lesson's
+    layer_norm (its LayerNorm autograd.Function)."""
+    torch = kit["torch"]
+    F = torch.nn.functional
+    rows = []
+    for width in (1024, 2048, 4096, 8192, 16384):
+        x, weight, bias = layer_norm_inputs(kit, width)
+        dy = kit["rand"](*x.shape, dtype=x.dtype)
+        norm_compiled = compiled(lambda t, w, b: F.layer_norm(t, (width,), w, b))  # one per shape
+        forwards = {"ours": lambda: lesson["layer_norm"](x, weight, bias),
+                    "eager": lambda: F.layer_norm(x, (width,), weight, bias),
+                    "compile": norm_compiled and (lambda: norm_compiled(x, weight, bias))}
+        times = {}
+        for key, forward in forwards.items():
+            try:
+                y = forward() if forward else None
+            except Exception as error:
+                print(f"  failed: {type(error).__name__}: {str(error).splitlines()[0][:120]}")
+                y = None
+            times[key] = time_or_none(kit, y is not None and (
+                lambda: torch.autograd.grad(y, (x, weight, bias), dy, retain_graph=True)))
+            del y
+        rows.append((f"{x.shape[0]}x{width}", 3 * x.numel() * x.element_size(), times))
+    return "layer norm backward, fp16, 2^26 elements (GB/s, read x and dy, write dx)", rows
+
+
 def matmul(kit, lesson, dtype="float16"):
     """The lesson's autotuned matmul against cuBLAS (torch.matmul) on square products. A section of
     its own kind: TFLOP/s, and no copy roof (ours / eager is the fraction of cuBLAS)."""
@@ -122,6 +174,7 @@ def matmul(kit, lesson, dtype="float16"):
 
 
 BENCHMARKS = {"02_vector_add": [vector_add], "04_fusion": [ten_ops, softmax],
+              "05_layernorm": [layer_norm_fwd, layer_norm_bwd],
               "06_matmul": [matmul, functools.partial(matmul, dtype="bfloat16")]}
 UNITS = {"GB/s": 1e9, "TFLOP/s": 1e12}  # a row's work (bytes, operations) per second, in the unit
 
