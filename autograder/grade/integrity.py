@@ -30,21 +30,24 @@ Flagged (no exercise needs it, and each can change what the tests see):
   __setattr__, ...), frames and tracebacks (sys._getframe, f_globals, tb_frame), module objects
   (sys.modules, __main__, importlib, builtins, torch.sys), classes built by type(name, bases, dict),
   metaclasses, dunder methods beyond the everyday ones (__eq__, __torch_function__, ...);
-- names reached indirectly: getattr/setattr/delattr with a computed name, globals(), vars(),
-  locals(), exec, eval, compile, IPython's input and output history;
+- names reached indirectly: getattr/setattr/delattr with a computed name (or handed on to be called
+  elsewhere), globals(), vars(), locals(), exec, eval, compile, IPython's input and output history;
 - the private parts and back doors of the course's packages (any `_name`, torch.ops, torch.library,
   torch.overrides, torch.utils.cpp_extension), and subclasses of their classes (torch.Tensor);
 - changing what the tests use: assigning or deleting attributes of modules or of their classes
   (torch.allclose = ..., torch.Tensor.all = ..., np.testing.assert_allclose = ...), rebinding or
   mutating a name the setup cell defines (check_output, rand, FLOAT_DTYPES, ...), changing torch's
-  defaults (set_default_dtype), replacing IPython's or the interpreter's hooks;
+  defaults or settings (set_default_dtype, torch.backends), replacing IPython's or the interpreter's
+  hooks, caching results (functools.cache);
 - the world outside the notebook: files, folders, the network, processes, signals, threads, exits,
   the rest of the environment, and any mention of the grader's own variables (NBGRADER_*,
   COURSE_GPU_*); other IPython magics and shell commands, and get_ipython() itself;
 - in a function whose reference answer launches a kernel, a torch computation in its place
   ("torch fallback?").
 Cells that are not valid Python (once IPython's syntax is turned into Python) are not audited:
-they fail when run, and the tests say so.
+they fail when run, and the tests say so. What the audit does not judge: the methods of objects
+(tensors, arrays, figures) and the public functions of the allowed packages, beyond the back doors
+named in REACHES; that is what runs inside the tests' own checks.
 """
 import ast
 import builtins
