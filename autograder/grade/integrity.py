@@ -47,7 +47,7 @@ Flagged (no exercise needs it, and each can change what the tests see):
 Cells that are not valid Python (once IPython's syntax is turned into Python) are not audited:
 they fail when run, and the tests say so. What the audit does not judge: the methods of objects
 (tensors, arrays, figures) and the public functions of the allowed packages, beyond the back doors
-named in REACHES; that is what runs inside the tests' own checks.
+named in REACHES: what they do is for the tests' own checks to catch when the notebook runs.
 """
 import ast
 import builtins
