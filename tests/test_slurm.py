@@ -131,6 +131,7 @@ class Cluster:
             "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_Core",
             "ReturnToService=2",
+            "MinJobAge=3600",  # finished jobs stay in `scontrol show job` until the test has read them
             *gres,
             f"{node} NodeAddr=127.0.0.1 State=UNKNOWN",
             "PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
@@ -297,8 +298,10 @@ def test_each_task_grades_its_share_and_logs_where_the_script_says(graded):
         assert log.is_file(), f"no log at {log}: {sorted(p.name for p in course_dir.iterdir())}"
         text = log.read_text()
         assert f"shard {task}/{TASKS} done" in text, text
-        # One worker per core the task was given (--cpus-per-task=1), not one per core of the node.
+        # One worker per core the task was given (--cpus-per-task=1), not one per core of the node;
+        # on the GPU its gres gave it, where the node has GPUs.
         assert "with 1 worker(s)" in text, text
+        assert ("on GPU(s)" in text) == bool(_gpu_devices()), text
         for student in re.findall(r"^graded \d+/\d+ \((\w+):", text, re.M):
             graded_by.setdefault(student, []).append(task)
     assert graded_by == {student: [i % TASKS] for i, student in enumerate(sorted(CLASS))}
