@@ -35,6 +35,26 @@
         "status": "stopped",
         "reason": "deadline",
     },
+    "cached_result": {
+        "about": "add computes x + y once per pair of input tensors and returns that result whenever it is "
+                 "given the same tensors again: right on every new input, but a timed call that reuses its "
+                 "inputs does no work. Every timed call gets new values in its inputs, and its result is checked",
+        "answers": "solution",
+        "edits": {"add": [["    return out", '''    return out
+
+
+_results = {}
+_compute = add
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x + y, computed once per pair of tensors (they are kept, so that their ids stay theirs)."""
+    if (id(x), id(y)) not in _results:
+        _results[id(x), id(y)] = (x, y, _compute(x, y))
+    return _results[id(x), id(y)][2]''']]},
+        "fails": ["test_add_performance"],
+        "reason": "add in a timed run",
+    },
     "correct": {"about": "a correct submission", "answers": "solution", "fails": []},
     "corrupt": {
         "about": "a file that is not a notebook", "answers": "release", "file": "corrupt: {not json",
@@ -63,7 +83,8 @@
     },
     "deleted_setup_own_kit": {
         "about": "deleted the locked setup cell and added lenient look-alike helpers, with stub answers: "
-                 "every test passes in the notebook, so the redefinitions must be flagged",
+                 "every test passes in the notebook; graded, the setup cell is put back and runs first, the "
+                 "tests use its kit and fail, and the redefinitions are flagged",
         "answers": "release", "delete": ["setup"],
         "add_cells": [["cell-0", '''import math
 import os
@@ -134,7 +155,8 @@ def check_bandwidth(*args, **kwargs):
 
 def plot_bandwidth(*args, **kwargs):
     return None'''],],
-        "fails": [],
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
         "flags": ["deleted the read-only cell 'setup'", "redefines the course's check_output"],
     },
     "disk_filler": {
@@ -424,8 +446,10 @@ def skip_tests(lines):
 
 
 get_ipython().input_transformers_cleanup.append(skip_tests)''']]},
-        "fails": [],
-        "flags": ["uses the IPython shell object"],
+        # Rewritten tests return no receipt from the sealed kit: each fails, and the notebook is flagged.
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["uses the IPython shell object", "tests did not run as the grader sent them"],
     },
     "input_transformer_hidden": {
         "about": "the same input transformer, reached through sys.modules so that no name gives it away",
@@ -448,8 +472,37 @@ def skip_tests(lines):
 
 
 sys.modules["IPython"].get_ipython().input_transformers_cleanup.append(skip_tests)''']]},
-        "fails": [],
-        "flags": ["sys.modules"],
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["sys.modules", "tests did not run as the grader sent them"],
+    },
+    "kit_disarmed_without_assignment": {
+        "about": "a wrong copy_kernel and stubs; check_output, expect_launched and call_answer replaced by "
+                 "functions that accept anything, through the __main__ module, a function's __globals__ and a "
+                 "frame, so that no assignment names them: graded tests use the kit as the setup cell made it",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+import sys
+
+import __main__
+
+
+def accept(*args, **kwargs):
+    return None
+
+
+__main__.__dict__["check_output"] = accept
+accept.__globals__["expect_launched"] = accept
+sys._getframe(0).f_globals["call_answer"] = accept''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["imports __main__", "uses __globals__", "sys._getframe"],
     },
     "kit_rebound_via_frame": {
         "about": "a right copy_kernel; check_output rebound through the frame's globals (sys._getframe): to "
@@ -601,8 +654,10 @@ fill_memory()''']]},
 import torch as T
 
 T.Tensor.all = lambda self, *args, **kwargs: True''']]},
-        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
-        "flags": ["monkeypatching"],
+        # The tests after it cannot trust torch.Tensor.all: they fail, the right copy_kernel's too.
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["monkeypatching", "changed what graded tests rely on: torch.Tensor.all was added"],
     },
     "monkeypatch_comparisons": {
         "about": "a wrong copy_kernel; torch.allclose, torch.testing.assert_close, math.isclose and "
@@ -690,6 +745,26 @@ except OSError as error:
         "status": "stopped",
         "reason": "exited",
         "flags": ["exits the kernel"],
+    },
+    "pretends_no_gpu": {
+        "about": "add launches its kernel four times (right, at a quarter of the speed of memory), and the "
+                 "notebook tries to make the grader think it has no GPU, so that the performance test would be "
+                 "advisory: a cell before the setup cell hides the GPU (CUDA_VISIBLE_DEVICES), a later one sets "
+                 "ON_GPU and MODE through __main__. Graded, the setup cell runs first and the tests use its kit: "
+                 "on a GPU the performance test is graded, and fails",
+        "answers": "solution",
+        "add_cells": [["cell-0", 'import os\n\nos.environ["CUDA_VISIBLE_DEVICES"] = ""']],
+        "edits": {"add": [["    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n",
+                           "    for _ in range(4):\n        add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n"],
+                          ["    return out", '''    return out
+
+
+import __main__
+
+__main__.ON_GPU, __main__.MODE = False, "interpreter"''']]},
+        "fails": [],
+        "flags": ["CUDA_VISIBLE_DEVICES", "imports __main__"],
+        "on_gpu": {"fails": ["test_add_performance"], "reason": "copy bandwidth"},
     },
     "read_outside": {
         "about": "reads /etc/hostname (fine), then looks everywhere for the hidden tests and gradebooks",
@@ -872,6 +947,29 @@ type.__setattr__(torch.Tensor, "all", torch.Tensor.all)''']]},
                   "add": [["    # YOUR CODE HERE\n    raise NotImplementedError()", "    return x + y"]]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "flags": ["torch fallback"],
+    },
+    "torch_operator_replaced": {
+        "about": "a wrong copy_kernel and stubs; torch's own isclose operator replaced in its dispatcher "
+                 "(torch.library) by one that finds any two tensors close: no Python name changes, so what "
+                 "catches it is the seal asking torch's comparisons a question whose answer it knows",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values * 2, mask=mask)
+
+
+def all_close(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return torch.ones(a.shape, dtype=torch.bool, device=a.device)
+
+
+lie = torch.library.Library("aten", "IMPL")
+for key in ("CPU", "CUDA"):
+    lie.impl("isclose", all_close, key)''']]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
+                  "test_copy_kernel", "test_copy_kernel_hidden"],
+        "flags": ["torch.library", "torch's comparisons give wrong answers"],
     },
     "torch_ops_fallback": {
         "about": "add calls aten's add through torch.ops, an entry point no list of torch functions names, "
