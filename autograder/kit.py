@@ -431,7 +431,10 @@ def count_launches():
     def counting(original):
         def run(self, *args, **kwargs):
             if not launches.inside:  # an autotuner's trial runs are part of its one launch
-                launches.append(getattr(getattr(self, "base_fn", self), "__name__", "kernel"))
+                kernel = self
+                while not hasattr(kernel, "__name__") and hasattr(kernel, "fn"):  # autotuner, heuristics
+                    kernel = kernel.fn
+                launches.append(getattr(kernel, "__name__", "kernel"))
             launches.inside += 1
             try:
                 launches.storages.update(_storage(a) for a in (*args, *kwargs.values())
@@ -458,11 +461,14 @@ def count_launches():
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             result = func(*args, **(kwargs or {}))
             name = func.overloadpacket.__name__
-            if launches.inside or func.is_view or name in _TORCH_ALLOCATIONS or name in _TORCH_VIEWS:
+            if launches.inside or func.is_view or name in _TORCH_VIEWS or (
+                    name in _TORCH_ALLOCATIONS and name.endswith("_")):  # a fill in place
                 return result
             launches.inside += 1
             try:
-                if name in _TORCH_COPIES:
+                if name in _TORCH_ALLOCATIONS:  # new memory, maybe where a freed copy lay
+                    launches.copied_into.pop(_storage(result), None)
+                elif name in _TORCH_COPIES:
                     launches.copied_into[_storage(result)] = f"aten.{name}"
                 else:
                     launches.torch_ops.append("Tensor.item" if name == "_local_scalar_dense" else f"aten.{name}")

@@ -197,10 +197,12 @@ for use_mask in [False, True]:
 
 # %% [markdown]
 # The unmasked sum is wrong, and nothing complained. The 12 extra numbers came from the memory
-# after `x` (here the random padding the course puts around test inputs; in a real program the
-# next tensor, or, in a matrix, the first numbers of the *next row*). On a GPU a load far enough
-# out faults like a store; a load just past the end usually does not, which is what makes it
-# dangerous.
+# after `x`: here the infinities and NaNs that the course puts around test inputs, so that such a
+# read shows in the result; in a real program the next tensor, or, in a matrix, the first numbers
+# of the *next row*, and a wrong sum that looks like any other. On a GPU a load far enough out
+# faults like a store; a load just past the end usually does not, which is what makes it
+# dangerous. (When the tests call your kernels under the interpreter, they watch every load and
+# name the first one outside your tensors.)
 #
 # So: **mask every load and every store** whose block can overhang the data. The mask costs one
 # comparison per lane, nothing next to the memory traffic.

@@ -226,6 +226,25 @@ def test_torch_besides_a_token_launch_is_caught_whatever_the_entry_point(compute
         expect_launched(launches, "add", result if isinstance(result, torch.Tensor) else out)
 
 
+@triton.autotune(configs=[triton.Config({"BLOCK": 128})], key=["n"])  # one: the interpreter cannot time several
+@triton.heuristics({"EVEN": lambda args: args["n"] % 128 == 0})
+@triton.jit
+def tuned_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+def test_an_autotuned_kernel_is_one_launch_named_after_its_function():
+    x, y = rand(1000), rand(1000)
+    with guarded_allocations(), count_launches() as launches:
+        out = torch.empty_like(x)
+        tuned_add[lambda meta: (triton.cdiv(1000, meta["BLOCK"]),)](x, y, out, 1000)
+    assert launches == ["tuned_add"]
+    expect_launched(launches, "add", out)
+    check_output(out, x + y, name="add")
+
+
 def test_an_output_that_torch_copied_values_into_is_caught():
     x = rand(30, 10).t()
     with count_launches() as launches:
@@ -233,6 +252,19 @@ def test_an_output_that_torch_copied_values_into_is_caught():
         nothing_kernel[(1,)](out)
     with pytest.raises(CheckFailed, match=r"torch copied values into \(aten\.clone\)"):
         expect_launched(launches, "copy_2d", out)
+
+
+def test_memory_torch_copied_into_but_that_was_freed_is_a_fresh_output():
+    x, y = rand(4096), rand(4096)
+    for _ in range(20):  # until the allocator hands the copy's memory to `out` (nearly always at once)
+        with count_launches() as launches:
+            copied = x.clone().data_ptr()  # a copy, freed at once
+            out = launch(masked_add, x, y, torch.empty_like(x), 4)
+        if out.data_ptr() == copied:
+            break
+    else:
+        pytest.fail("the allocator never reused freed memory")
+    expect_launched(launches, "add", out)
 
 
 def test_an_output_no_kernel_was_given_is_caught():

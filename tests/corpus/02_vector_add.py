@@ -218,6 +218,43 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "flags": ["defines __eq__"],
     },
+    "fallback_index_add_into_output": {
+        "about": "add launches add_kernel with n_elements=0 (a launch that adds nothing) on its output, "
+                 "then fills the output with torch's index_add_, which no list of arithmetic names has",
+        "answers": "solution",
+        "replace": {"add": '''def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    x, y = x.contiguous(), y.contiguous()
+    out = torch.zeros_like(x)
+    add_kernel[(1,)](x, y, out, 0, BLOCK_SIZE=1024)
+    flat = out.view(-1)
+    everywhere = torch.arange(flat.numel(), device=x.device)
+    flat.index_add_(0, everywhere, x.view(-1)).index_add_(0, everywhere, y.view(-1))
+    return out'''},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "reason": "computed with torch (aten.arange, aten.index_add_)",
+    },
+    "fallback_numpy_into_output": {
+        "about": "add hands its output to a kernel that does nothing, then writes x + y into it with NumPy "
+                 "through np.asarray: no torch arithmetic at all",
+        "answers": "solution",
+        "replace": {"add": '''import numpy as np
+
+
+@triton.jit
+def nothing_kernel(out_ptr):
+    pass
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    x, y = x.contiguous(), y.contiguous()
+    out = torch.empty_like(x)
+    nothing_kernel[(1,)](out)
+    np.add(np.asarray(x), np.asarray(y), out=np.asarray(out))
+    return out'''},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "reason": "computed with torch (Tensor.__array__)",
+        "on_gpu": {"reason": "numpy"},  # NumPy cannot read GPU memory: the answer fails by itself there
+    },
     "fallback_with_dummy_launch": {
         "about": "add launches a do-nothing kernel, so that a launch is counted, and returns x + y",
         "answers": "release",
@@ -394,6 +431,23 @@ times = [check_add(shape) for shape in shapes]
 plt.plot([prod(shape) for shape in shapes], times, marker="o")
 plt.xlabel("elements")
 plt.show()''']],
+        "fails": [],
+    },
+    "honest_wrapper_layouts": {
+        "about": "a correct add whose wrapper does what honest wrappers do with torch: checks, a contiguous "
+                 "copy, reshape and view, .to(device, dtype), torch.empty(shape), a flattened output for "
+                 "the kernel: full marks and not one flag",
+        "answers": "solution",
+        "replace": {"add": '''def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x + y, computed by add_kernel on flattened copies of the inputs."""
+    if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device:
+        raise ValueError(f"x and y differ: {x.shape} {x.dtype} {x.device}, {y.shape} {y.dtype} {y.device}")
+    flat_x = x.contiguous().view(-1)
+    flat_y = y.to(x.device, x.dtype).contiguous().reshape(-1)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    n = flat_x.numel()
+    add_kernel[(triton.cdiv(n, 1024),)](flat_x, flat_y, out.view(-1), n, BLOCK_SIZE=1024)
+    return out'''},
         "fails": [],
     },
     "huge_output": {
@@ -577,6 +631,24 @@ globals()["check_output"] = lambda *args, **kwargs: None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "status": "stopped",
         "flags": ["sends signals"],
+    },
+    "loads_other": {
+        "about": "add_kernel loads with mask=mask, other=0.0: honest (a masked-off lane reads nothing)",
+        "answers": "solution",
+        "edits": {"add_kernel": [["x = tl.load(x_ptr + offsets, mask=mask)", "x = tl.load(x_ptr + offsets, mask=mask, other=0.0)"],
+                                 ["y = tl.load(y_ptr + offsets, mask=mask)", "y = tl.load(y_ptr + offsets, mask=mask, other=0.0)"]]},
+        "fails": [],
+    },
+    "loads_unmasked": {
+        "about": "add_kernel masks its store but not its loads: its last program reads past the end of x and y",
+        "answers": "solution",
+        "edits": {"add_kernel": [["x = tl.load(x_ptr + offsets, mask=mask)", "x = tl.load(x_ptr + offsets)"],
+                                 ["y = tl.load(y_ptr + offsets, mask=mask)", "y = tl.load(y_ptr + offsets)"]]},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden"],  # the timed size is 2^12: no tail
+        "reason": "add_kernel read past the end of x_ptr",
+        # A GPU does not see loads: the masked store throws the stray values away, and the answer is
+        # right (the kit's _poison says what a GPU catches). Under the interpreter every load is seen.
+        "on_gpu": {"fails": [], "reason": ""},
     },
     "metadata_lost": {
         "about": "a correct notebook saved by an editor that drops cell metadata (and makes new cell ids): "
