@@ -117,7 +117,8 @@ def test_what_a_notebook_replaces_fails_the_test_and_is_named(notebook, replacem
 
 def test_a_lying_operator_in_torchs_dispatcher_is_caught(notebook, restores):
     notebook.student("lie = torch.library.Library('aten', 'IMPL')\n"
-                     "lie.impl('isclose', lambda a, b, **kwargs: torch.ones(a.shape, dtype=torch.bool), 'CPU')")
+                     "for key in ('CPU', 'CUDA'):\n"
+                     "    lie.impl('isclose', lambda a, b, **kwargs: torch.ones_like(a, dtype=torch.bool), key)")
     error, receipt = notebook.test(WRONG_ANSWER_TEST)
     notebook.student("lie._destroy()")
     assert receipt["verdict"] == "tampered" and "comparisons give wrong answers" in str(error)
