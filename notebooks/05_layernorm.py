@@ -107,9 +107,10 @@ print("the same sum in fp32:               ", np.cumsum(values, dtype=np.float32
 # ## 3. Rows wider than a block, and the variance trap
 #
 # Lesson 4's softmax held a whole row in one block of `next_power_of_2(N)` lanes. That is the
-# fastest plan while the row fits in a program's registers, and it stops working somewhere past
-# ten thousand columns: the compiler spills registers to memory, or refuses. The general plan is a
-# **loop over the row**, `BLOCK_SIZE` columns at a time:
+# fastest plan while the row fits in a program's registers. It does not scale: a block of 16384
+# fp32 numbers is already 64 KB of registers for one program, wider blocks spill to memory, and
+# Triton refuses blocks of more than 2^20 elements. The general plan is a **loop over the row**,
+# `BLOCK_SIZE` columns at a time:
 #
 # ```python
 # row_ptr = x_ptr + row * x_row_stride
