@@ -33,6 +33,15 @@ HIDDEN_ERROR = ("this cell raised an error, but code in the notebook hid it (a r
                 "or sys.excepthook?): the cell counts as failed")
 
 
+
+def physical_gpu(index, visible=None):
+    """The GPU the grader numbers `index`, as a child process must name it. The grader numbers the
+    devices it can see from 0; when it was itself given a list (a SLURM task's CUDA_VISIBLE_DEVICES=1,
+    say), index 0 is that list's first entry, not the machine's GPU 0."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "") if visible is None else visible
+    devices = [d.strip() for d in visible.split(",") if d.strip()]
+    return devices[int(index)] if int(index) < len(devices) else str(index)
+
 class SandboxedExecute(NbGraderPreprocessor):
     deadline = Integer(900, help="Seconds the whole notebook may run; then it is killed (SIGKILL)").tag(config=True)
     cell_timeout = Integer(300, help="Seconds one cell may run").tag(config=True)
@@ -91,7 +100,9 @@ class SandboxedExecute(NbGraderPreprocessor):
         return flags
 
     def _mode(self):
-        return "cuda" if self.gpu else "interpreter"
+        """Where the grader runs the notebook's kernels: on a GPU when it gives the sandbox one (a GPU
+        slot, on a machine with GPU devices), else on Triton's interpreter."""
+        return "cuda" if self.gpu and sandbox.gpu_devices() else "interpreter"
 
     def _command(self, workdir, notebook, report_fd, limits):
         inner = [sys.executable, "-m", "autograder.grade.execute", f"{sandbox.WORK}/{notebook.name}",
@@ -111,7 +122,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         env = dict(os.environ)
         env.pop("NBGRADER_EXECUTION", None)  # answers cannot tell they are being graded
         if self.gpu:
-            env["CUDA_VISIBLE_DEVICES"] = self.gpu
+            env["CUDA_VISIBLE_DEVICES"] = physical_gpu(self.gpu)
         else:
             env["TRITON_INTERPRET"] = "1"
         if self.threads:  # workers side by side must not each start a thread per core

@@ -170,6 +170,11 @@ def _v2_controllers():
     return []
 
 
+def gpu_devices():
+    """The GPU device files of this machine (/dev/nvidia0, /dev/nvidiactl, ...), which a sandbox sees."""
+    return [name for name in os.listdir("/dev") if name.startswith(GPU_DEVICE_PREFIXES)]
+
+
 def die_with_parent(argv):
     """`argv`, killed (SIGKILL) when the process that starts it dies: a grader that is killed
     leaves no notebook running. The sandbox's init dies with `unshare` (--kill-child), and with the
@@ -227,7 +232,7 @@ def _build_root(root, workdir, readable):
             _bind(path, root / path.lstrip("/"))
     (root / "dev").mkdir()
     _mount("-t", "tmpfs", "-o", "mode=755", "sandbox-dev", str(root / "dev"))
-    for name in DEVICES + [n for n in os.listdir("/dev") if n.startswith(GPU_DEVICE_PREFIXES)]:
+    for name in DEVICES + gpu_devices():
         if not os.path.isdir(f"/dev/{name}"):
             _bind(f"/dev/{name}", root / "dev" / name, writable=True)
     (root / "dev" / "shm").mkdir()
