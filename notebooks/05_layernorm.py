@@ -441,8 +441,8 @@ expect_launched(launches, "layer_norm_forward", y)
 check_output(y, layer_norm_torch(x, weight, bias), name="layer_norm_forward")
 del y
 with exclusive_gpu():  # under the grader, no other notebook runs on the GPU meanwhile
-    ours = bench_ms(lambda: layer_norm_forward(x, weight, bias))
-    theirs = bench_ms(lambda: F.layer_norm(x, (n_cols,), weight, bias))
+    ours = bench_ms(lambda x, w, b: layer_norm_forward(x, w, b)[0], x, weight, bias, expect=layer_norm_torch)
+    theirs = bench_ms(lambda x, w, b: F.layer_norm(x, (n_cols,), w, b), x, weight, bias)
     nbytes = 2 * x.numel() * x.element_size()
     if ON_GPU:
         print(f"layer_norm_forward {gbps(nbytes, ours):.0f} GB/s, F.layer_norm {gbps(nbytes, theirs):.0f} GB/s.")
@@ -654,7 +654,44 @@ if not ON_GPU:
 #    `db_partial`, of shape `(n_programs, N)`;
 # 2. a second, small kernel adds up the columns of each partial matrix: `dw = dw_partial.sum(0)`.
 #    A launch starts after the previous one has finished, so it sees every partial sum.
-#
+
+# %%
+import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
+
+
+def draw_partial_sums(n_rows=12, rows_per_program=3, n_cols=8):
+    """dw in two launches: each program sums its group of rows into one partial row, then a second
+    kernel adds up the partial rows. (Only a drawing.)"""
+    n_programs = triton.cdiv(n_rows, rows_per_program)
+    colors = plt.cm.tab10.colors
+    fig, ax = plt.subplots(figsize=(10, 4))
+
+    def matrix(left, top, rows, label, color_of_row):
+        for r in range(rows):
+            for c in range(n_cols):
+                ax.add_patch(Rectangle((left + c, top - r - 1), 1, 1, facecolor=color_of_row(r),
+                                       edgecolor="white", alpha=0.85))
+        ax.text(left + n_cols / 2, top + 0.4, label, ha="center", va="bottom", fontsize=9)
+
+    matrix(0, n_rows, n_rows, "dy * x_hat: one row per row of x", lambda r: colors[r // rows_per_program])
+    for p in range(n_programs):
+        ax.text(-0.3, n_rows - (p + 0.5) * rows_per_program, f"program {p}", ha="right", va="center",
+                color=colors[p], fontsize=8)
+    top = n_rows / 2 + n_programs / 2
+    matrix(n_cols + 4, top, n_programs, "dw_partial (launch 1)", lambda r: colors[r])
+    matrix(2 * n_cols + 8, n_rows / 2 + 0.5, 1, "dw (launch 2: column sums)", lambda r: "dimgrey")
+    for x0, x1, y in [(n_cols + 0.3, n_cols + 3.7, n_rows / 2), (2 * n_cols + 4.3, 2 * n_cols + 7.7, n_rows / 2)]:
+        ax.annotate("", xy=(x1, y), xytext=(x0, y), arrowprops=dict(arrowstyle="->", lw=1.5))
+    ax.set_xlim(-3, 3 * n_cols + 9)
+    ax.set_ylim(-0.5, n_rows + 1.5)
+    ax.axis("off")
+    plt.show()
+
+
+draw_partial_sums()
+
+# %% [markdown]
 # The group size is a trade: more rows per program means fewer partial rows to add up (less
 # traffic in step 2), but fewer programs to keep the GPU busy. A few hundred programs suit a GPU
 # with about a hundred multiprocessors.
