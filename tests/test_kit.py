@@ -183,6 +183,7 @@ def test_launches_are_counted_and_a_torch_fallback_is_caught():
         x, y = x.contiguous(), y.to(x.device).float().reshape(-1)  # copies into a layout a kernel can use
         out = torch.zeros(10, 10, dtype=x.dtype, device=x.device).view(-1)
         out = launch(masked_add, x, y, out, 1).view(10, 10)[1:].t()
+        print(f"debugging: {out[:3]}", out[:2], str(out))  # printing is not computing (torch prints past the modes)
     assert launches == ["masked_add"]
     expect_launched(launches, "add", out)  # an honest answer: allocating, copying inputs and views are fine
     with count_launches() as launches:
@@ -206,14 +207,15 @@ def nothing_kernel(x_ptr):
     (lambda x, y, out: torch.addcmul(x, y, torch.ones_like(y)), r"aten\.addcmul"),
     (lambda x, y, out: torch.lerp(x, y, 0.5), r"aten\.lerp"),
     (lambda x, y, out: torch.where(x > y, x, y), r"aten\.gt, aten\.where"),
-    (lambda x, y, out: out.zero_().index_add_(0, torch.arange(100), x), r"aten\.arange, aten\.index_add_"),
-    (lambda x, y, out: out.zero_().scatter_(0, torch.arange(100), y), r"aten\.scatter"),
+    (lambda x, y, out: out.zero_().index_add_(0, torch.arange(100, device=x.device), x), r"aten\.arange, aten\.index_add_"),
+    (lambda x, y, out: out.zero_().scatter_(0, torch.arange(100, device=y.device), y), r"aten\.scatter"),
     (lambda x, y, out: torch.cumsum(torch.stack([x, y]), 0)[1], r"aten\.cumsum, aten\.stack"),
     (lambda x, y, out: torch.func.vmap(torch.add)(x, y), r"aten\.add"),
     (lambda x, y, out: torch.from_numpy(x.cpu().numpy() + y.cpu().numpy()).to(x.device), r"Tensor\.numpy"),
-    (lambda x, y, out: out.numpy().__setitem__(slice(None), x.numpy() + y.numpy()), r"Tensor\.numpy"),
+    pytest.param(lambda x, y, out: out.numpy().__setitem__(slice(None), x.numpy() + y.numpy()), r"Tensor\.numpy",
+                 marks=pytest.mark.skipif(kit.ON_GPU, reason="NumPy cannot write into GPU memory")),
     (lambda x, y, out: x.new_tensor([a + b for a, b in zip(x.tolist(), y.tolist())]), r"Tensor\.tolist"),
-    (lambda x, y, out: x.new_tensor(np.asarray(x) + np.asarray(y)), r"Tensor\.__array__"),
+    (lambda x, y, out: x.new_tensor(np.asarray(x.cpu()) + np.asarray(y.cpu())), r"Tensor\.__array__"),
     (lambda x, y, out: out.fill_(x[0].item()), r"Tensor\.item"),
 ])
 def test_torch_besides_a_token_launch_is_caught_whatever_the_entry_point(compute, message):
