@@ -654,7 +654,7 @@ def _bench_fresh(fn, inputs, expect):
     """bench_ms with inputs: fresh values before every call, the call timed until the GPU is idle
     (wall clock), every result checked. Refilling and checking happen outside the timed part."""
     __tracebackhide__ = True
-    name = getattr(fn, "__name__", "the timed function")
+    name = getattr(fn, "__name__", "<lambda>").replace("<lambda>", "the timed function")
 
     def timed_call():
         __tracebackhide__ = True
