@@ -145,12 +145,13 @@ print("exact (fp64)              :", [f"{v:8.4f}" for v in exact.tolist()])
 
 
 # %% [markdown]
-# The one-pass variances are off by whole units, some are negative (and `sqrt` of a negative
-# number is NaN), while the two-pass ones agree with fp64 to about four digits. The reason is
+# The one-pass variances are multiples of 8: zero, 8, 16, some negative (and `sqrt` of a negative
+# number is NaN), while the two-pass ones agree with fp64 to four decimals. The reason is
 # **catastrophic cancellation**: $E[x^2]$ is about $10^8$, and fp32 carries 24 bits, about 7
-# decimal digits, so each of $E[x^2]$ and $E[x]^2$ is only known to within about 4 either way.
-# Their difference, about 1, is then made entirely of rounding error. Subtracting the mean first
-# keeps the numbers small: $(x - \mu)^2$ is about 1, and its sum loses nothing.
+# decimal digits, so near $10^8$ neighbouring fp32 numbers are 8 apart. Both $E[x^2]$ and
+# $E[x]^2$ are rounded to such multiples, and their difference, truly about 1, is made of rounding
+# error alone. Subtracting the mean first keeps the numbers small: $(x - \mu)^2$ is about 1, and
+# its sum loses nothing.
 #
 # Real activations do have large means (a feature that is always around 100, a residual stream
 # that grows with depth), so a layer norm must not use the shortcut. Two remedies:
