@@ -33,6 +33,7 @@ from autograder.course import Course
 from autograder.demo import class_course
 from autograder.grade.batch import Settings, grade, merge
 from autograder.grade.feedback import VERDICT_CHARS
+from autograder.grade.isolate import physical_gpu
 from autograder.samples import load_samples, write_submission
 from conftest import ROOT
 
@@ -286,6 +287,15 @@ def test_nothing_was_written_outside_the_sandbox(graded):
     for folder in [Path("/"), Path("/tmp"), Path("/work"), Path.home(), *Path("/tmp").glob("*/")]:
         found += [str(p) for p in folder.glob(WRITE_MARKER + "*")]
     assert not found, f"a submission wrote outside its sandbox: {found}"
+
+
+def test_a_notebook_runs_on_the_gpu_the_grader_was_given():
+    # A SLURM task given CUDA_VISIBLE_DEVICES=1 sees that GPU as its device 0: its notebooks must run
+    # on GPU 1 too, not on the machine's GPU 0 (another task's).
+    assert physical_gpu("0", "1") == "1"
+    assert physical_gpu("1", "2,3") == "3"
+    assert physical_gpu("1", "GPU-a, GPU-b") == "GPU-b"
+    assert physical_gpu("0", "") == "0"
 
 
 def test_default_workers_fill_the_cores_and_fit_in_gpu_memory():
