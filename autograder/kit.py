@@ -595,17 +595,17 @@ def exclusive_gpu():
     return _grader_turn(b"t")
 
 
-def bench_ms(fn, *inputs, expect=None):
+def bench_ms(fn, *inputs, expect=None, atol=None, rtol=None):
     """Median time of one call in milliseconds. `bench_ms(lambda: f(x))` times f(x) as it is.
 
     A performance test passes the inputs instead, `bench_ms(add, x, y, expect=torch.add)`: then
     every timed call gets new random values in its inputs and lasts until the whole GPU is idle,
     and (given `expect`) its result is checked against expect(*inputs). So a timed call does all
     the work it is credited for: no result kept from an earlier call, no work left running on
-    another stream, no second call that skips the work."""
+    another stream, no second call that skips the work. `atol` and `rtol` go to check_output."""
     __tracebackhide__ = True
     if inputs:
-        return _bench_fresh(fn, inputs, expect)
+        return _bench_fresh(fn, inputs, expect, atol, rtol)
     if ON_GPU:
         fn()  # compile (the first call with new arguments) outside the measurement
         if not _GRADER.get("COURSE_GPU_TURN"):
@@ -650,7 +650,7 @@ def _idle():
             torch.cuda.synchronize(device)
 
 
-def _bench_fresh(fn, inputs, expect):
+def _bench_fresh(fn, inputs, expect, atol, rtol):
     """bench_ms with inputs: fresh values before every call, the call timed until the GPU is idle
     (wall clock), every result checked. Refilling and checking happen outside the timed part."""
     __tracebackhide__ = True
@@ -667,7 +667,7 @@ def _bench_fresh(fn, inputs, expect):
         _idle()
         ms = (_clock() - start) * 1e3
         if expect is not None:
-            check_output(out, expect(*inputs), name=f"{name} in a timed run",
+            check_output(out, expect(*inputs), name=f"{name} in a timed run", atol=atol, rtol=rtol,
                          hint="Each timed call gets new inputs, and its result must be computed from them "
                               "by that call: not kept from an earlier call, and finished when it returns.")
         return ms
