@@ -173,7 +173,10 @@ TIMEIT_OPTIONS = re.compile(r"(\s*-(?:[nrp]\s*\d+|[tcqo]+)(?=\s))*\s*")
 SHELL_COMMANDS = re.compile(r"nvidia-smi(\s+[\w.=,-]+)*")
 TORCH_COMPUTE = {"add", "sub", "mul", "div", "softmax", "log_softmax", "sum", "mean", "exp", "maximum",
                  "minimum", "where", "matmul", "mm", "bmm", "relu", "sigmoid", "tanh", "layer_norm",
-                 "clone", "copy_", "addmm", "einsum", "transpose", "t", "amax", "max", "cumsum"}
+                 "clone", "copy_", "addmm", "einsum", "transpose", "t", "amax", "max", "cumsum",
+                 # what 05-06 (layer norm, matmul) invite
+                 "linear", "var", "var_mean", "std", "rms_norm", "sqrt", "rsqrt", "pow", "norm", "dot",
+                 "mv", "addmv", "baddbmm", "tensordot", "scaled_dot_product_attention"}
 
 
 def _root(node):
