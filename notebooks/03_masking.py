@@ -89,7 +89,8 @@ check_choice(answer_grid, "answer_grid", expected="b",
                  "has no program at all, so no mask can help it. triton.cdiv(1000, 256) = 4 "
                  "programs cover everything, and the mask trims the fourth.")
 ### END HIDDEN TESTS
-#
+
+# %% [markdown]
 # ## 2. Without a mask: where the tail writes, safely
 #
 # What exactly goes wrong without a mask? We can look, safely, because the course's helpers put

@@ -229,7 +229,8 @@ check_choice(answer_q_predict, "answer_q_predict", expected="d",
                  "0.54 ms is the fused kernel's 2 passes; 2.7 ms counts only the reads of one input per "
                  "kernel; 5.4 ms forgets that steps 9 and 10 read two tensors.")
 ### END HIDDEN TESTS
-#
+
+# %% [markdown]
 # ## 3. Fusion: one load, ten operations in registers, one store
 #
 # The fix follows from the count. Write **one** kernel in which each program loads its block of
