@@ -134,9 +134,14 @@ def _padded(shape, dtype, device):
 
 def _poison(dtype, device):
     """An input's guard band, nearest the input first: +inf, NaN, +inf, NaN, ... (for integers and
-    booleans their largest value). Whatever reduction an unmasked load past the end feeds, the output
-    turns inf or NaN: a sum, a softmax, a maximum (which on a GPU may skip NaN, hence the inf). Only
-    a minimum that skips NaN is blind to it. (No -inf: a sum of inf and -inf makes NumPy warn.)"""
+    booleans their largest value). On a GPU, where nothing sees a load, this is what shows an
+    unmasked one: whatever reduction the stray lanes feed, the output turns inf or NaN (a sum, a
+    softmax; a maximum, which on a GPU may skip NaN, meets the inf). What it cannot show: a lane
+    whose value never reaches the output (an element-wise kernel that masks only its store, which
+    drops the lane), a minimum that skips NaN, a read more than GUARD elements out, and a read
+    between the rows of a strided view (real numbers there, which a wrong sum shows anyway). Under
+    the interpreter call_answer sees every load (_loads_in_bounds). No -inf: inf - inf makes NumPy
+    warn."""
     if dtype.is_floating_point or dtype.is_complex:
         cycle = [math.inf, math.nan]
     else:
@@ -286,8 +291,10 @@ def _read_outside(kernel, spans, addresses, loaded):
 def _loads_in_bounds():
     """Under Triton's interpreter, a kernel launched in the block that loads from memory outside the
     tensors it was given is stopped there, and the block fails saying where it read (even if the
-    answer caught the error). A GPU cannot see loads: there, the poison in the inputs' guard bands
-    shows those whose values reach the output (see _poison)."""
+    answer caught the error). Not seen: a read that lands in another tensor the kernel was given, or
+    between the rows of a strided view (inside its span); the tests' guard bands keep tensors apart,
+    and a view's last row runs past its end. A GPU cannot see loads: there, the poison in the
+    inputs' guard bands shows those whose values reach the output (see _poison)."""
     __tracebackhide__ = True
     try:
         from triton.runtime.interpreter import InterpretedFunction, InterpreterBuilder
