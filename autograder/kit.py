@@ -281,8 +281,8 @@ def _read_outside(kernel, spans, addresses, loaded):
     if len(after):
         return (f"{kernel} read past the end of {what}: {len(stray)} lane(s) of a load, up to "
                 f"{int(after.max() - end) // size + 1} element(s) beyond its last. Did you mask the load "
-                f"({_mask_for(addresses.ndim)})? A masked-off lane reads nothing (give it a value with other= "
-                "if the block is reduced); on a GPU an unmasked one reads whatever lies there.")
+                f"({_mask_for(addresses.ndim)})? A masked-off lane reads nothing (give it a value with "
+                "other= if the block is reduced); on a GPU an unmasked one reads whatever lies there.")
     return (f"{kernel} read before the start of {what}: {len(stray)} lane(s) of a load, up to "
             f"{int(start - stray.min()) // size} element(s) before element 0: {_SHIFTED}")
 
@@ -369,7 +369,8 @@ def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None, 
         _fail(f"{name}: {detail}. None of the wrong elements was ever written: does the grid cover "
               "every element (grid = (triton.cdiv(n, BLOCK_SIZE),))?")
     if not math.isfinite(value) and math.isfinite(wanted):
-        overflow = "the arithmetic overflowed or is undefined (exp of a large number is inf; inf - inf is NaN)"
+        overflow = ("the arithmetic overflowed or is undefined (exp of a large number is inf; inf - inf "
+                    "is NaN)")
         if ON_GPU:  # under the interpreter call_answer has seen every load already
             _fail(f"{name}: {detail}. Either a load read past the end of an input (the test surrounds its "
                   "inputs with inf and NaN, so that such a read shows: mask every load, and give "
@@ -479,8 +480,9 @@ def count_launches():
                     launches.copied_into.pop(_storage(result), None)
                 elif name in _TORCH_COPIES:
                     launches.copied_into[_storage(result)] = f"aten.{name}"
-                else:
-                    launches.torch_ops.append("Tensor.item" if name == "_local_scalar_dense" else f"aten.{name}")
+                else:  # item() and float() read a value out through _local_scalar_dense
+                    launches.torch_ops.append("Tensor.item" if name == "_local_scalar_dense"
+                                              else f"aten.{name}")
             finally:
                 launches.inside -= 1
             return result
