@@ -1137,20 +1137,6 @@ print("rms_norm passed the hidden tests.")
 #   `dx`: five passes), through autograd: `F.layer_norm` against your `layer_norm`.
 
 # %%
-def compiled_for_shape(fn, *example):
-    """torch.compile(fn) for the shapes of `example` (dynamic=False), or None where it cannot run
-    (the CPU, where it generates C++, not Triton, or a GPU whose compiler fails)."""
-    if not ON_GPU:
-        return None
-    try:
-        compiled = torch.compile(fn, dynamic=False)
-        compiled(*example)
-        return compiled
-    except Exception as error:  # e.g. an old GPU that the bundled Triton no longer supports
-        print(f"torch.compile does not work here ({type(error).__name__}); it is left out.")
-        return None
-
-
 def forward_backward(norm, x, weight, bias, dy):
     """One training step of a layer norm: forward, then backward from dy."""
     x.grad = weight.grad = bias.grad = None
@@ -1175,9 +1161,9 @@ for n_cols in widths:
         torch_forward = lambda: F.layer_norm(x, (n_cols,), weight, bias)  # noqa: E731
         forward["F.layer_norm"].append(gbps(nbytes, bench_ms(torch_forward)))
         forward["layer_norm_forward (yours)"].append(gbps(nbytes, bench_ms(lambda: layer_norm_forward(x, weight, bias))))
-        compiled = compiled_for_shape(lambda t: F.layer_norm(t, (n_cols,), weight, bias), x)
-        if compiled is not None:
-            forward.setdefault("torch.compile", []).append(gbps(nbytes, bench_ms(lambda: compiled(x))))
+        compiled_norm = torch_compiled(lambda t: F.layer_norm(t, (n_cols,), weight, bias), x)
+        if compiled_norm is not None:
+            forward.setdefault("torch.compile", []).append(gbps(nbytes, bench_ms(lambda: compiled_norm(x))))
     torch_norm = lambda t, w_, b_: F.layer_norm(t, (n_cols,), w_, b_)  # noqa: E731
     training["F.layer_norm, forward + backward"].append(
         gbps(5 * nbytes / 2, bench_ms(lambda: forward_backward(torch_norm, x, weight, bias, dy))))

@@ -334,3 +334,14 @@ def test_under_the_interpreter_tl_dot_takes_fp32_and_fp16_but_not_bf16():
 def test_the_dot_dtypes_of_this_machine_are_float_dtypes_it_has():
     assert set(kit.DOT_DTYPES) <= set(kit.FLOAT_DTYPES) and torch.float32 in kit.DOT_DTYPES
     assert kit.DOT_NOTE == kit.dot_dtypes(kit.CAPABILITY, interpreter=not kit.ON_GPU)[1]
+
+
+def test_torch_compiled_runs_on_a_gpu_only_and_is_right_for_each_shape():
+    x = kit.rand(4, 64)
+    function = kit.torch_compiled(lambda t: torch.softmax(t, dim=-1), x)
+    if not kit.ON_GPU:
+        assert function is None  # on the CPU torch.compile writes C++, not Triton: nothing to compare
+        return
+    for shape in [(4, 64), (8, 256)]:  # a second shape is compiled again, for that shape
+        y = kit.rand(*shape)
+        torch.testing.assert_close(function(y), torch.softmax(y, dim=-1))
