@@ -483,8 +483,9 @@ print("ten_ops passed the hidden tests.")
 # elements (2^10 to 2^16 under the interpreter):
 #
 # - **eager**: `ten_ops_torch`, ten kernels;
-# - **`torch.compile(ten_ops_torch)`**: PyTorch's compiler, which we look at in the next section
-#   (GPU only: on the CPU it generates C++, not Triton);
+# - **`torch.compile(ten_ops_torch)`**: PyTorch's compiler, which we look at in the next section,
+#   compiled for each size it meets (the setup cell's `torch_compiled`; GPU only: on the CPU it
+#   generates C++, not Triton);
 # - **`ten_ops`**: your fused kernel.
 #
 # and draw two **floors**, the time that the bytes alone need at this device's copy bandwidth:
@@ -511,25 +512,12 @@ def plot_times(sizes, times, floors, title):
     plt.show()
 
 
-def compiled_or_none(fn):
-    """torch.compile(fn) on a GPU, or None where it cannot run (the CPU, or a broken compiler)."""
-    if not ON_GPU:
-        return None
-    try:
-        compiled = torch.compile(fn)
-        compiled(rand(4096))
-        return compiled
-    except Exception as error:  # e.g. an old GPU that the bundled Triton no longer supports
-        print(f"torch.compile does not work here ({type(error).__name__}); it is left out.")
-        return None
-
-
 sizes = sized([2**k for k in range(12, 27, 2)], [2**k for k in range(10, 17, 2)])
 roof = copy_bandwidth() * 1e9  # bytes per second
 x = rand(1000)
 with guarded_allocations():  # first make sure that ten_ops is right: a stub or a bug stops here
     check_output(call_answer(ten_ops, x), ten_ops_torch(x), name="ten_ops")
-ten_ops_compiled = compiled_or_none(ten_ops_torch)
+ten_ops_compiled = torch_compiled(ten_ops_torch, rand(sizes[0]))  # compiled for each size it meets
 times = {"eager (10 kernels)": [], "ten_ops (your fused kernel)": []}
 if ten_ops_compiled is not None:
     times["torch.compile"] = []
@@ -1103,8 +1091,9 @@ x = rand(100, 300)
 with guarded_allocations():  # a stub or a bug stops here, before any timing
     check_output(call_answer(softmax, x), torch.softmax(x, dim=-1), name="softmax")
 total = sized(2**24, 2**12)
-widths = sized([2**k for k in range(6, 15)], [16, 64, 256, 1024])
-softmax_compiled = compiled_or_none(lambda t: torch.softmax(t, dim=-1))
+widths = sized([2**k for k in range(7, 15)], [16, 64, 256, 1024])
+# Compiled for each width it meets, as a program specialised to its shapes would be.
+softmax_compiled = torch_compiled(lambda t: torch.softmax(t, dim=-1), rand(total // widths[0], widths[0]))
 ways = {"torch.softmax": lambda x: torch.softmax(x, dim=-1), "softmax (yours)": softmax,
         "softmax_kernel, one row per program": one_row_per_program,
         "copy, one row per program (no reductions)": copy_one_row_per_program}
