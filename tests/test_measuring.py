@@ -14,17 +14,19 @@ from autograder.kit import CheckFailed, bench_ms, rand
 ADD = torch.add  # the expected result of the timed functions below
 
 
-def test_every_timed_call_gets_new_values_in_its_inputs_in_place():
+def test_every_timed_call_gets_new_values_in_inputs_of_the_same_layout():
     x, y = rand(64, 32).t(), rand(32, 64)  # a transposed view keeps its layout
     strides, seen = x.stride(), []
 
     def add(x, y):
-        seen.append((x.data_ptr(), x[0, 0].item()))
+        seen.append((x.data_ptr(), x.stride(), x[0, 0].item()))
         return x + y
 
     assert bench_ms(add, x, y, expect=ADD) >= 0
-    assert x.stride() == strides and len({ptr for ptr, _ in seen}) == 1, "the same tensors, refilled"
-    assert len({value for _, value in seen}) == len(seen) >= 6, "new values for every call"
+    assert x.stride() == strides and {stride for _, stride, _ in seen} == {strides}, "every set keeps the layout"
+    assert x.data_ptr() in {ptr for ptr, _, _ in seen} and len({ptr for ptr, _, _ in seen}) > 1, \
+        "the given tensors and copies of them, timed back to back"
+    assert len({value for _, _, value in seen}) == len(seen) >= 6, "new values for every call"
 
 
 def test_a_result_kept_from_an_earlier_call_fails_the_measurement():
