@@ -332,7 +332,10 @@ print("layer_norm_fwd_kernel passed the hidden tests.")
 #    return it viewed as `x.shape`.
 # 2. **Block.** One block for the whole row while the row is at most 64 KB, and the loop beyond:
 #    `BLOCK_SIZE = min(triton.next_power_of_2(N), 65536 // x.element_size())`.
-# 3. **Warps.** Bigger blocks need more threads: `num_warps = min(max(BLOCK_SIZE // 256, 1), 8)`.
+# 3. **Warps.** Four warps (128 threads) for blocks up to 8192 elements, eight beyond:
+#    `num_warps = 4 if BLOCK_SIZE <= 8192 else 8` (on an H200, a 4096-wide fp16 row ran at 80% of the
+#    copy bandwidth with 4 warps and 75% with 8: more threads per row only wait longer at each
+#    reduction).
 # 4. **Launch** one program per row, with `RMS_NORM=False`.
 #
 # `weight` and `bias` are vectors of `N` numbers (make them contiguous).
@@ -351,7 +354,7 @@ def layer_norm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
     mean = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 65536 // x.element_size())
-    num_warps = min(max(BLOCK_SIZE // 256, 1), 8)
+    num_warps = 4 if BLOCK_SIZE <= 8192 else 8
     layer_norm_fwd_kernel[(n_rows,)](rows, y, weight.contiguous(), bias.contiguous(), mean, rstd,
                                      rows.stride(0), y.stride(0), n_cols, eps,
                                      BLOCK_SIZE=BLOCK_SIZE, RMS_NORM=False, num_warps=num_warps)
@@ -426,11 +429,11 @@ print("layer_norm_forward passed the hidden tests.")
 #
 # No new code: on a GPU this test times your `layer_norm_forward` on fp16 rows of 4096 columns
 # (the hidden size of a large Transformer), counting one read of `x` and one write of `y`, and
-# expects at least **75% of this device's copy bandwidth**. For scale, on an H200: torch's
-# `F.layer_norm` reaches 2778 GB/s there, 66% of the copy bandwidth (4223 GB/s), and a Triton
-# kernel with one program per row and the row in one block 4077 GB/s, 96%. A block that is much
-# too small (many short trips around the loop) or a kernel that reads the row from memory more
-# than once falls short. Under the interpreter the test is advisory.
+# expects at least **70% of this device's copy bandwidth**. For scale, on an H200 (copy 4155 GB/s):
+# torch's `F.layer_norm` reaches about 61% there, this lesson's reference solution about 80%
+# (its second and third passes read the row again, mostly from cache), and blocks of 256 elements
+# or fewer 60% or less, like a kernel that reads the row from memory more than once. Under the
+# interpreter the test is advisory.
 
 # %% nbgrader={"grade": true, "grade_id": "test_layer_norm_forward_performance", "locked": true, "points": 2}
 n_rows, n_cols = sized((16384, 4096), (16, 512))
@@ -447,7 +450,7 @@ with exclusive_gpu():  # under the grader, no other notebook runs on the GPU mea
     nbytes = 2 * x.numel() * x.element_size()
     if ON_GPU:
         print(f"layer_norm_forward {gbps(nbytes, ours):.0f} GB/s, F.layer_norm {gbps(nbytes, theirs):.0f} GB/s.")
-    check_bandwidth(gbps(nbytes, ours), 0.75, f"layer_norm_forward on {n_rows} x {n_cols} fp16")
+    check_bandwidth(gbps(nbytes, ours), 0.7, f"layer_norm_forward on {n_rows} x {n_cols} fp16")
 
 
 # %% [markdown]
@@ -566,7 +569,7 @@ def add_layer_norm(x, residual, weight, bias, eps=1e-5):
     h, y = torch.empty_like(x), torch.empty_like(x)
     BLOCK_SIZE = triton.next_power_of_2(n_cols)
     add_layer_norm_kernel[(x.shape[0],)](x, residual, h, y, weight, bias, n_cols, eps, BLOCK_SIZE=BLOCK_SIZE,
-                                         num_warps=min(max(BLOCK_SIZE // 256, 1), 8))
+                                         num_warps=4 if BLOCK_SIZE <= 8192 else 8)
     return y.view(shape), h.view(shape)
 
 
@@ -922,7 +925,7 @@ print("column_sum_kernel passed the hidden tests.")
 #    `rows_per_program = triton.cdiv(n_rows, 256)` (so at most 256 programs) and
 #    `n_programs = triton.cdiv(n_rows, rows_per_program)`, allocates the fp32 partial matrices,
 #    launches `layer_norm_bwd_kernel` (`BLOCK_SIZE = triton.next_power_of_2(N)`, and
-#    `num_warps = min(max(BLOCK_SIZE // 256, 1), 8)`), then `column_sum_kernel` twice (tiles of
+#    `num_warps = 4 if BLOCK_SIZE <= 8192 else 8`), then `column_sum_kernel` twice (tiles of
 #    32 x 128, say). Three launches.
 # 2. `LayerNorm`, whose `forward(ctx, x, weight, bias, eps)` calls your `layer_norm_forward` and
 #    saves `x`, `weight`, `mean` and `rstd`, and whose `backward` calls `layer_norm_backward`.
@@ -945,7 +948,7 @@ def layer_norm_backward(dy, x, weight, mean, rstd):
     BLOCK_SIZE = triton.next_power_of_2(n_cols)
     layer_norm_bwd_kernel[(n_programs,)](x_rows, dy_rows, dx, weight.contiguous(), mean, rstd, dw_partial,
                                          db_partial, n_rows, n_cols, rows_per_program, BLOCK_SIZE=BLOCK_SIZE,
-                                         num_warps=min(max(BLOCK_SIZE // 256, 1), 8))
+                                         num_warps=4 if BLOCK_SIZE <= 8192 else 8)
     dw = torch.empty(n_cols, dtype=weight.dtype, device=x.device)
     db = torch.empty(n_cols, dtype=weight.dtype, device=x.device)
     for partial, out in ((dw_partial, dw), (db_partial, db)):
@@ -1084,7 +1087,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     weight = weight.contiguous()
     layer_norm_fwd_kernel[(n_rows,)](rows, y, weight, weight, mean, rstd, rows.stride(0), y.stride(0), n_cols,
                                      eps, BLOCK_SIZE=BLOCK_SIZE, RMS_NORM=True,
-                                     num_warps=min(max(BLOCK_SIZE // 256, 1), 8))
+                                     num_warps=4 if BLOCK_SIZE <= 8192 else 8)
     return y.view(x.shape)
     ### END SOLUTION
 
