@@ -87,6 +87,14 @@ def test_a_test_cell_defines_helpers_that_later_tests_use(notebook):
     assert notebook.test("del answer")[0] is None and "answer" not in notebook.shell.user_ns
 
 
+def test_copying_a_kernel_is_no_tampering(notebook):
+    # Python caches __slotnames__ on a class when one of its objects is first copied or pickled;
+    # torch.compile copies Triton kernels, and a GPU's 04 and 05 plot a compiled function.
+    notebook.student("import copy\n\n@triton.jit\ndef twice(x_ptr):\n    pass\n\ncopy.copy(twice)")
+    error, receipt = notebook.test("check_output(rand(10).clone() * 0, torch.zeros(10))")
+    assert error is None and receipt["verdict"] == "passed", receipt["problems"]
+
+
 @pytest.mark.parametrize("rebinding", [
     'globals()["check_output"] = lambda *args, **kwargs: None',
     'import sys\nsys._getframe(0).f_globals["check_output"] = lambda *args, **kwargs: None',

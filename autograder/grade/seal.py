@@ -158,8 +158,9 @@ def _copy_back(tests, before, namespace, sealed):
 
 
 # Builtins that IPython and ipykernel set again for every cell: the last result, and input() (sent
-# to the frontend of the request being run).
-RESET_PER_CELL = {"_", "input", "raw_input"}
+# to the frontend of the request being run); and what Python caches on a class the first time one
+# of its objects is copied or pickled (copyreg's __slotnames__: torch.compile copies Triton kernels).
+RESET_PER_CELL = {"_", "input", "raw_input", "__slotnames__"}
 
 
 def _watched(owner, name):
@@ -235,7 +236,8 @@ class _Checks:
                 if not self._same(now.get(name), value) and _watched(owner, name):
                     problems.append(f"{label}.{name} was replaced")
             if isinstance(owner, type):  # a new attribute of a class hides an inherited one
-                problems += [f"{label}.{name} was added" for name in now.keys() - was.keys()]
+                problems += [f"{label}.{name} was added" for name in now.keys() - was.keys()
+                             if _watched(owner, name)]
         problems += [f"the kit's {name} was changed" for name, value in self.sealed_snapshot.items()
                      if self.sealed.get(name) is not value]
         if any(depth() for depth in self.modes):
