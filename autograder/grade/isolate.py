@@ -127,6 +127,9 @@ class SandboxedExecute(NbGraderPreprocessor):
             env["TRITON_INTERPRET"] = "1"
         if self.threads:  # workers side by side must not each start a thread per core
             env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.threads)
+        # torch.compile (04 and 05 plot it) compiles in the notebook's own process, not in a pool of
+        # worker processes, one per core, each holding torch, counted against the notebook's limits.
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         if self.gpu_turn:
             env["COURSE_GPU_TURN"] = f"{sandbox.WORK}/{sandbox.GPU_TURN}"
         if self.gpu and self.gpu_memory_gb:  # the kit caps torch's allocations at this

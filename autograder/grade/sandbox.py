@@ -302,7 +302,7 @@ def init(args, command):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8",
            "MPLCONFIGDIR": "/tmp/matplotlib", "PYTHONDONTWRITEBYTECODE": "1"}
     env.update({k: v for k, v in os.environ.items()
-                if k in ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+                if k in ("PYTHONPATH", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCHINDUCTOR_COMPILE_THREADS")
                 or (k.startswith(("CUDA_", "TRITON_", "COURSE_", "NVIDIA_"))
                     and k not in HOST_FOLDERS and not k.endswith("_DIR"))})
     payload = os.fork()
