@@ -16,17 +16,23 @@ def course():
     return Course(ROOT)
 
 
-def copy_course(into):
-    """A copy of the course's committed files in `into`, safe to edit."""
+def copy_course(into, lessons=None):
+    """A copy of the course's committed files in `into`, safe to edit: every lesson, or `lessons`."""
+    keep = None if lessons is None else {name for lesson in lessons for name in (lesson, f"{lesson}.py")}
     for name in COURSE_FILES:
         source = ROOT / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, into / name)
+        if source.is_dir():
+            shutil.copytree(source, into / name, ignore=None if keep is None else
+                            lambda folder, names: [n for n in names if Path(folder) == source and n not in keep])
+        else:
+            shutil.copy(source, into / name)
     return Course(into)
 
 
 @pytest.fixture
 def scratch_course(tmp_path):
-    return copy_course(tmp_path)
+    """One lesson's course, safe to edit: building it takes a sixth of the time of all six."""
+    return copy_course(tmp_path, ["02_vector_add"])
 
 
 def autograder(*args, cwd):
