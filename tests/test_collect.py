@@ -8,10 +8,11 @@ import nbformat
 import pytest
 
 from autograder.demo import class_course
-from autograder.grade.collect import Submission, beside_notebook, collect, left_out_note, recover_metadata
+from autograder.grade.collect import Submission, beside_notebook, collect, left_out_note
 from autograder.grade.feedback import VERDICT_CHARS, WITHHELD, KeepVerdictsOnly, LeadWithSummary
 from autograder.grade.integrity import grade_id
 from autograder.grade.record import StudentGrade
+from autograder.grade.recover import recover_metadata
 from autograder.grade.report import write_report
 from conftest import autograder
 

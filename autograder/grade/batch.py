@@ -1,7 +1,8 @@
 """The batch grader: collect -> run each submission (sandboxed, in parallel) -> merge -> report.
 
 Each step is a module of its own: collect.py finds notebooks, run.py grades one submission in a
-scratch course, merge.py is the gradebook's single writer, report.py writes what people read.
+scratch course (recover.py puts back cell metadata an editor lost, seal.py guards the tests inside the
+notebook), merge.py is the gradebook's single writer, report.py writes what people read.
 """
 import os
 import queue

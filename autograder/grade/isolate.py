@@ -33,7 +33,6 @@ HIDDEN_ERROR = ("this cell raised an error, but code in the notebook hid it (a r
                 "or sys.excepthook?): the cell counts as failed")
 
 
-
 def physical_gpu(index, visible=None):
     """The GPU the grader numbers `index`, as a child process must name it. The grader numbers the
     devices it can see from 0; when it was itself given a list (a SLURM task's CUDA_VISIBLE_DEVICES=1,
@@ -41,6 +40,7 @@ def physical_gpu(index, visible=None):
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "") if visible is None else visible
     devices = [d.strip() for d in visible.split(",") if d.strip()]
     return devices[int(index)] if int(index) < len(devices) else str(index)
+
 
 class SandboxedExecute(NbGraderPreprocessor):
     deadline = Integer(900, help="Seconds the whole notebook may run; then it is killed (SIGKILL)").tag(config=True)

@@ -114,9 +114,9 @@ def write_report(grades, assignment, path):
     total = sum(g.seconds for g in grades)
     phases, slowest = time_split(grades)
     # Cells are named as the run named them: a grade_id, or "cell N" for a cell without one.
-    split = "".join(f"<tr><td>{html.escape(name)}</td><td>{seconds:.1f}</td></tr>" for name, seconds in phases.items())
-    split += '<tr><th colspan="2">slowest cells</th></tr>' + "".join(
-        f"<tr><td>{html.escape(name)}</td><td>{seconds:.1f}</td></tr>" for name, seconds in slowest)
+    def seconds_rows(named):
+        return "".join(f"<tr><td>{html.escape(name)}</td><td>{seconds:.1f}</td></tr>" for name, seconds in named)
+    split = seconds_rows(phases.items()) + '<tr><th colspan="2">slowest cells</th></tr>' + seconds_rows(slowest)
     notes = "".join(f"<tr><td>{html.escape(g.student)}</td><td>{'<br>'.join(html.escape(n) for n in g.notes)}</td></tr>"
                     for g in grades if g.notes)
     path.write_text(f"""<!doctype html><html><head><meta charset="utf-8"><title>{assignment}: grades</title>

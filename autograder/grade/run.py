@@ -18,10 +18,11 @@ import nbformat
 
 from autograder.course import Course
 from autograder.grade import integrity
-from autograder.grade.collect import TIMESTAMP, beside_notebook, left_out_note, recover_metadata
+from autograder.grade.collect import TIMESTAMP, beside_notebook, left_out_note
 from autograder.grade.feedback import attach_notes
 from autograder.grade.integrity import grade_id
 from autograder.grade.record import not_graded, record
+from autograder.grade.recover import recover_metadata
 
 # nbgrader's autograde pipeline with its Execute step replaced by ours.
 SANDBOX_CONFIG = """
