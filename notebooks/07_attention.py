@@ -80,6 +80,7 @@ for causal in (False, True):
           (naive_attention(q, k, v, causal) - F.scaled_dot_product_attention(q, k, v, is_causal=causal))
           .abs().max().item())
 
+
 # %% [markdown]
 # Count what it moves, per head, for `N` tokens of `d` numbers of `element_size` bytes:
 #
@@ -198,6 +199,7 @@ for n in lengths:
     measured = f"peak {naive_mb[-1]:8.1f} MB" if ON_GPU else "not measured (interpreter)"
     print(f"N = {n:5}: {naive_ms[-1]:8.3f} ms, {measured}; S and P alone: {counted:8.1f} MB")
     del q, k, v
+
 
 # %% [markdown]
 # Four times the memory for twice the tokens: the `N x N` matrices own the peak, and with them the
@@ -893,6 +895,7 @@ elif theirs < TARGET * ours:
 else:
     print(verdict)
 del q, k, v
+
 
 # %% [markdown]
 # ## 7. Optional challenge: the backward pass (ungraded)
