@@ -11,9 +11,9 @@ from autograder.demo import class_course
 from autograder.grade.collect import Submission, beside_notebook, collect, left_out_note
 from autograder.grade.feedback import VERDICT_CHARS, WITHHELD, KeepVerdictsOnly, LeadWithSummary
 from autograder.grade.integrity import grade_id
-from autograder.grade.record import StudentGrade
+from autograder.grade.record import StudentGrade, TestResult
 from autograder.grade.recover import recover_metadata
-from autograder.grade.report import write_report
+from autograder.grade.report import plain_feedback, write_report
 from conftest import autograder
 
 LESSON = "02_vector_add"
@@ -204,6 +204,21 @@ def test_feedback_leads_with_the_score_what_failed_and_the_notes():
     assert nb.cells[0].cell_type == "markdown" and "Score: 10 of 13" in summary
     assert "test_add_hidden</a>: failed: 0 of 3 points. CheckFailed: add &lt;b&gt;wrong&lt;/b&gt;" in summary
     assert "<li>not graded, handed in beside the notebook: helpers.py</li>" in summary
+
+
+def test_a_graded_notebook_without_feedback_gets_verdicts_and_no_message():
+    """When nbgrader cannot make a feedback page, the student's page is made of the verdicts: the
+    failures' messages stay out, since the student's own code chose some of them."""
+    tests = [TestResult("test_add", 2, 2, ""), TestResult("test_add_hidden", 0, 3, "CheckFailed: c2VjcmV0X2NoZWNr"),
+             TestResult("written_why", 0, 2, "", True)]
+    grade = StudentGrade("ada", 2, 7, "failed tests", "test_add_hidden: CheckFailed: c2VjcmV0X2NoZWNr", 10.0, tests, [])
+    page = plain_feedback(LESSON, grade)
+    assert "c2VjcmV0X2NoZWNr" not in page
+    for verdict in ("test_add: passed, 2 of 2", "test_add_hidden: failed, 0 of 3", "written_why: to be graded by hand"):
+        assert verdict in page, page
+    assert "Score: 2 of 7" in page
+    stopped = StudentGrade("bo", 0, 7, "error", "the notebook could not be read (NotJSONError)", 1.0, [], [])
+    assert "could not be graded: the notebook could not be read (NotJSONError)" in plain_feedback(LESSON, stopped)
 
 
 def test_the_time_table_names_each_cell_once(tmp_path):

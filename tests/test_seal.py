@@ -106,7 +106,15 @@ def test_rebinding_the_kit_in_the_notebook_does_not_reach_the_tests(notebook, re
     notebook.student(rebinding)
     error, receipt = notebook.test(WRONG_ANSWER_TEST)
     assert isinstance(error, AssertionError) and "doubled: element" in str(error), error
-    assert receipt["verdict"] == "failed" and receipt["problems"] == []
+    assert receipt["verdict"] == "check failed" and receipt["problems"] == []
+
+
+def test_an_error_named_like_the_courses_check_is_told_apart(notebook):
+    """Feedback shows the message of the course's own errors only: the receipt says whether the
+    sealed CheckFailed raised it, whatever the error's class is called."""
+    notebook.student("class CheckFailed(AssertionError):\n    pass\n\ndef doubled(x):\n    raise CheckFailed('hidden')")
+    error, receipt = notebook.test("doubled(rand(4))")
+    assert type(error).__name__ == "CheckFailed" and receipt["verdict"] == "failed", (error, receipt)
 
 
 @pytest.mark.parametrize("replacement, named", [
@@ -155,7 +163,7 @@ def test_the_graders_mode_reaches_only_the_sealed_kit(shell):
     if kit.ON_GPU:
         pytest.skip("on a GPU the kit's own mode is cuda")
     error, receipt = notebook.test('check_bandwidth(1.0, 0.7, "add")')
-    assert "The grader ran this notebook with a GPU" in str(error) and receipt["verdict"] == "failed"
+    assert "The grader ran this notebook with a GPU" in str(error) and receipt["verdict"] == "check failed"
     notebook.student('check_bandwidth(1.0, 0.7, "add")')  # the student's own run: advisory, as always
 
 

@@ -9,7 +9,8 @@ the kernel, or runs past its time, ends the run with that cell named.
 
 The setup cell runs first, then the seal (seal.py) is installed, then the other cells in order:
 each test cell runs through the seal, and its report carries "integrity" when the test did not
-run as sent (no valid receipt) or found what it relies on replaced. The install's report is
+run as sent (no valid receipt) or found what it relies on replaced, and "course_error": whether the
+error it ended with, if any, was raised by the course's sealed checks. The install's report is
 {"seal": problems, "mode": the kit's MODE}.
 """
 import argparse
@@ -95,10 +96,9 @@ def _receipts(cell, key, nonce, source):
     return valid[0] if len(valid) == 1 else None
 
 
-def _integrity(cell, key, nonce, source):
+def _integrity(receipt):
     """What went wrong with a test cell's sealed run, if anything: {"flag": for a person, "error":
     why the test fails}."""
-    receipt = _receipts(cell, key, nonce, source)
     if receipt is None:
         return {"flag": "tests did not run as the grader sent them: the sealed kit gave no valid receipt "
                         "(an input transformer, or a replaced test runner?)",
@@ -173,7 +173,9 @@ def execute(path, report, cell_timeout, output_limit, mode):
             message = {"index": index, "outputs": cell.outputs, "execution_count": cell.execution_count,
                        "status": replies.get(index), "seconds": round(time.monotonic() - started, 2)}
             if _is_test(cell):
-                message["integrity"] = _integrity(cell, key, nonce, source)
+                receipt = _receipts(cell, key, nonce, source)
+                message["integrity"] = _integrity(receipt)
+                message["course_error"] = receipt is not None and receipt["verdict"] in ("check failed", "tampered")
                 message["outputs"] = cell.outputs
             send(message)
             if grade_id(cell) == "setup":

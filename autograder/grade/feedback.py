@@ -15,13 +15,10 @@ import re
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.grade.isolate import STOPPED
+from autograder.grade.isolate import COURSE_ERRORS
 from autograder.grade.record import failure_message
 
 VERDICT_CHARS = 300  # what one failing test can say: its check's message, never a page of output
-# Errors whose message the course's checks or the grader (isolate.py) write. Any other error was
-# raised by code the test called (the student's), with a message of their choosing: only its type is shown.
-OWN_ERRORS = {"CheckFailed", STOPPED, "ErrorHidden", "GradingIntegrity"}
 FOLD_LINES = 30  # a read-only cell longer than this (the course setup) is folded away
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 WITHHELD = "(its message is not shown: it quotes a hidden test)"
@@ -49,7 +46,7 @@ def bounded(message, hidden=()):
 def verdict_message(cell, hidden=()):
     """Why a test cell failed, as the student may read it."""
     error = next((o for o in cell.get("outputs", []) if o.output_type == "error"), None)
-    if error is None or error.ename in OWN_ERRORS:
+    if error is None or error.ename in COURSE_ERRORS:
         return bounded(failure_message(cell), hidden)
     ename = re.sub(r"[^\w.]", "", error.ename)[:60]
     return f"{ename} (raised while the test ran; its message is not shown here: run the notebook to read it)"

@@ -27,6 +27,8 @@ from autograder.grade import sandbox
 from autograder.grade.integrity import grade_id
 
 STOPPED = "GradingStopped"
+# The errors whose messages the course writes: its checks' (kit.py), the grader's own (here).
+COURSE_ERRORS = {"CheckFailed", STOPPED, "ErrorHidden", "GradingIntegrity"}
 # nbgrader fails a test cell only when it shows an error output; the kernel's reply says "error"
 # even when the notebook has silenced the output, so the error is shown again.
 HIDDEN_ERROR = ("this cell raised an error, but code in the notebook hid it (a replaced showtraceback "
@@ -74,6 +76,8 @@ class SandboxedExecute(NbGraderPreprocessor):
             integrity = message.get("integrity")  # the sealed run of this test went wrong (execute.py)
             if integrity:
                 flags.append(integrity["flag"])
+            if "course_error" in message and not message["course_error"]:
+                _unclaim(cell.outputs)
             if (integrity or message.get("status") == "error") and not any(o.output_type == "error"
                                                                            for o in cell.outputs):
                 cell.outputs.append(_error(integrity["error"], ename="GradingIntegrity") if integrity
@@ -217,6 +221,14 @@ def _cell_name(nb, index):
     """The cell as a reason names it."""
     name = grade_id(nb.cells[index])
     return f"cell {name!r}" if name else f"cell {index + 1}"
+
+
+def _unclaim(outputs):
+    """An error a test cell ended with that the course's checks did not raise cannot bear the name of
+    one that did (feedback shows those errors' messages): the student's own class named CheckFailed."""
+    for output in outputs:
+        if output.output_type == "error" and output.ename in COURSE_ERRORS:
+            output.ename = f"{output.ename}_not_the_courses"
 
 
 def _error(message, ename=STOPPED):

@@ -46,10 +46,22 @@ def copy_feedback(course, assignment, grades, folder):
         if made(g.student).is_file() and g.status != "error":
             shutil.copy(made(g.student), folder / f"{g.student}.html")
         else:
-            (folder / f"{g.student}.html").write_text(
-                f"<html><body><h1>{html.escape(assignment)}: {html.escape(g.student)}</h1>"
-                f"<p>Your notebook could not be graded: {html.escape(g.reason)}</p>"
-                f"<p>Score: {g.score:g} / {g.max_score:g}</p></body></html>")
+            (folder / f"{g.student}.html").write_text(plain_feedback(assignment, g))
+
+
+def plain_feedback(assignment, g):
+    """The page a student gets when nbgrader made none: why it was not graded (the grader's words),
+    or each test's verdict. Never the failures' messages: the student's code chose some of them."""
+    if g.status == "error":
+        body = f"<p>Your notebook could not be graded: {html.escape(g.reason)}</p>"
+    else:
+        body = ("<p>Your notebook was graded, but its feedback page could not be made; your instructor "
+                "has the details. Run the notebook to see why a test failed.</p><ul>" + "".join(
+                    f"<li>{html.escape(t.test)}: "
+                    f"{'to be graded by hand' if t.manual else 'passed' if t.score >= t.max_score else 'failed'}"
+                    f", {t.score:g} of {t.max_score:g} points</li>" for t in g.tests) + "</ul>")
+    return (f"<html><body><h1>{html.escape(assignment)}: {html.escape(g.student)}</h1>{body}"
+            f"<p><b>Score: {g.score:g} of {g.max_score:g}.</b></p></body></html>")
 
 
 def _png(figure):

@@ -110,7 +110,10 @@ class SandboxRunner:
             # it says the notes too (a file left out explains a failing import).
             attach_notes(scratch.root / "autograded" / submission.student / self.assignment /
                          f"{self.assignment}.ipynb", notes)
-            api.generate_feedback(self.assignment, submission.student, force=True)
+            made = api.generate_feedback(self.assignment, submission.student, force=True)
+            if not made.get("success"):  # the student gets a page of verdicts instead (report.py)
+                grade.reason = "; ".join(filter(None, [grade.reason, "nbgrader could not make the feedback "
+                                                       f"page: {_last_error(_logged(made))}"]))
             for stage in ("autograded", "feedback"):
                 self._keep(scratch, stage, submission.student)
             return grade

@@ -123,7 +123,10 @@ def _runner(namespace, sealed, checks, receipt):
         problems = list(dict.fromkeys(problems))  # found before the test and again after it: once
         tests.clear()
         tests.update(sealed)  # nothing of the student's kept alive between tests
-        verdict = "tampered" if problems else "failed" if error is not None else "passed"
+        # Whether the course's own check raised the error, told apart by the class itself: a class the
+        # student named CheckFailed is not it. Feedback shows the message of the course's errors only.
+        verdict = "tampered" if problems else "passed" if error is None else \
+            "check failed" if isinstance(error, sealed["CheckFailed"]) else "failed"
         receipt(nonce, verdict, source_hash(source), problems)
         if problems:
             raise sealed["CheckFailed"](

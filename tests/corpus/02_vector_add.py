@@ -355,8 +355,9 @@ if torch.cuda.is_available():
     },
     "hidden_tests_encoded_in_outputs": {
         "about": "add finds the hidden test that calls it (its caller's frames, the source cache) and puts it "
-                 "in every output it can: stdout in base64 and reversed, stderr, a plot, an exception: "
-                 "feedback shows none of the run's outputs, only a bounded verdict per test",
+                 "in every output it can: stdout in base64 and reversed, stderr, a plot, an exception named "
+                 "like the course's own check (whose messages feedback does show): feedback shows none of the "
+                 "run's outputs, only a bounded verdict per test, and the message of the course's errors only",
         "answers": "release",
         "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -368,6 +369,10 @@ import linecache
 import sys
 
 import matplotlib.pyplot as plt
+
+
+class CheckFailed(AssertionError):
+    pass
 
 
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -384,7 +389,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     figure = plt.figure(figsize=(12, 8))
     figure.text(0, 0, found[:3000], fontsize=5, family="monospace")
     plt.show()
-    raise RuntimeError(base64.b64encode(found.encode()).decode())'''},
+    raise CheckFailed(found[::-1])'''},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "flags": ["_getframe"],
     },
