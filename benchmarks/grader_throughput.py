@@ -1,7 +1,8 @@
 """Throughput of the batch grader against plain `nbgrader autograde`, on the same class.
 
-A synthetic class of COPIES copies of the 02_vector_add sample class (samples/02_vector_add.py:
-correct, untouched, no mask, torch fallback, noisy stderr, a deleted test) is graded in scratch
+A synthetic class of COPIES copies of a lesson's sample class (by default samples/02_vector_add.py:
+correct, untouched, no mask, torch fallback, noisy stderr, a deleted test; `--lesson` picks another)
+is graded in scratch
 courses: once by nbgrader's own serial autograde, then by `autograder grade` with its default
 workers (or each count given by --workers). Prints the throughputs, the ratio, and whether every grade
 agrees (each copy of a sample must get the grade nbgrader gave that sample).
@@ -11,6 +12,7 @@ Also prints how busy the cores were and where a submission's time went (report.t
 
     .venv/bin/python benchmarks/grader_throughput.py --copies 1              # two cores
     .venv/bin/python benchmarks/grader_throughput.py --copies 10 --plain 6   # a GPU machine
+    .venv/bin/python benchmarks/grader_throughput.py --lesson 06_matmul --copies 4 --plain 8
     .venv/bin/python benchmarks/grader_throughput.py --copies 10 --plain 0 --gpus 0 0,1   # one GPU, then two
 """
 import argparse
@@ -30,11 +32,8 @@ from autograder.grade.batch import default_workers, grade, visible_gpus
 from autograder.grade.report import time_split
 from autograder.samples import load_samples
 
-LESSON = "02_vector_add"
-
-
-def synthetic_class(course, copies):
-    samples = load_samples(course, LESSON)
+def synthetic_class(course, lesson, copies):
+    samples = load_samples(course, lesson)
     # Copy-major order: any first N submissions hold every sample about equally often.
     return {f"{name}{copy:03d}": sample for copy in range(copies) for name, sample in samples.items()}
 
@@ -43,18 +42,21 @@ def first_copy(student):
     return student[:-3] + "000"
 
 
-def plain_nbgrader(course, students, folder):
-    class_dir = class_course(course, LESSON, students, folder)
-    class_dir.nbgrader("generate_assignment", LESSON, "--force")
+def plain_nbgrader(course, lesson, students, folder):
+    class_dir = class_course(course, lesson, students, folder)
+    class_dir.nbgrader("generate_assignment", lesson, "--force")
     # A Triton cache of its own, empty at the start as on a fresh machine: a cache left by an earlier
     # run would make its compiles free (ours compiles in every sandbox), and runs would not compare.
     with mock.patch.dict(os.environ, TRITON_CACHE_DIR=str(folder / "triton-cache")):
         start = time.monotonic()
-        class_dir.nbgrader("autograde", LESSON, "--force", check=False)
+        class_dir.nbgrader("autograde", lesson, "--force", check=False)
         seconds = time.monotonic() - start
+        # Ours hands back feedback too: plain nbgrader's is a second command, timed on its own.
+        class_dir.nbgrader("generate_feedback", lesson, "--force", check=False)
+        feedback_seconds = time.monotonic() - start - seconds
     with Gradebook(class_dir.db_url) as gradebook:
-        scores = {s: gradebook.find_submission(LESSON, s).score for s in students}
-    return seconds, scores
+        scores = {s: gradebook.find_submission(lesson, s).score for s in students}
+    return seconds, feedback_seconds, scores
 
 
 def cpu_times():
@@ -64,12 +66,12 @@ def cpu_times():
     return sum(fields) - idle, sum(fields)
 
 
-def ours(course, students, folder, workers, gpus):
-    class_dir = class_course(course, LESSON, students, folder / "course")
-    class_dir.nbgrader("generate_assignment", LESSON, "--force")  # released already, as for plain nbgrader
+def ours(course, lesson, students, folder, workers, gpus):
+    class_dir = class_course(course, lesson, students, folder / "course")
+    class_dir.nbgrader("generate_assignment", lesson, "--force")  # released already, as for plain nbgrader
     busy, total = cpu_times()
     start = time.monotonic()
-    grades = grade(class_dir, LESSON, reports=folder / "reports", workers=workers, gpus=gpus)
+    grades = grade(class_dir, lesson, reports=folder / "reports", workers=workers, gpus=gpus)
     seconds = time.monotonic() - start
     busy_after, total_after = cpu_times()
     phases, slowest = time_split(grades)
@@ -81,6 +83,7 @@ def ours(course, students, folder, workers, gpus):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lesson", default="02_vector_add", help="whose sample class to copy")
     parser.add_argument("--copies", type=int, default=2)
     parser.add_argument("--workers", type=lambda text: [int(w) for w in text.split(",")],
                         help="worker counts to try, e.g. 16,24 (default: the grader's default)")
@@ -90,27 +93,30 @@ def main():
                         help="GPU sets to grade on, one run each, e.g. `0 0,1` (default: every visible GPU)")
     args = parser.parse_args()
     course = Course.find(Path(__file__).parent)
-    students = synthetic_class(course, args.copies)
+    students = synthetic_class(course, args.lesson, args.copies)
     gpu_sets = args.gpus or [visible_gpus()]
     tries = [(workers, gpus) for gpus in gpu_sets for workers in args.workers or [default_workers(gpus)]]
-    print(f"{len(students)} submissions; {os.cpu_count()} cores; GPUs: {visible_gpus() or 'none (interpreter)'}")
+    print(f"{args.lesson}: {len(students)} submissions; {os.cpu_count()} cores; GPUs: {visible_gpus() or 'none (interpreter)'}")
     # Neither grader should pay for reading torch, Triton and CUDA's libraries from disk the first time.
     subprocess.run([sys.executable, "-c", "import torch, triton, matplotlib.pyplot, nbgrader.apps; "
                     "torch.cuda.is_available() and torch.zeros(1, device='cuda')"], check=True)
     differ = {}
     with tempfile.TemporaryDirectory() as scratch:
-        plain, plain_rate = None, None
+        plain, plain_rate, with_feedback_rate = None, None, None
         if args.plain != 0:
             subset = dict(list(students.items())[:args.plain or len(students)])
-            plain_s, plain = plain_nbgrader(course, subset, Path(scratch) / "plain")
-            plain_rate = len(subset) / plain_s * 60
-            print(f"nbgrader autograde (serial), {len(subset)}: {plain_s:7.1f} s, {plain_rate:6.1f} per minute")
+            plain_s, feedback_s, plain = plain_nbgrader(course, args.lesson, subset, Path(scratch) / "plain")
+            plain_rate, with_feedback_rate = (len(subset) / seconds * 60 for seconds in (plain_s, plain_s + feedback_s))
+            print(f"nbgrader autograde (serial), {len(subset)}: {plain_s:7.1f} s, {plain_rate:6.1f} per minute; "
+                  f"then generate_feedback: {feedback_s:.1f} s ({with_feedback_rate:.1f} per minute for both)")
         for run, (workers, gpus) in enumerate(tries):
             where = f"GPU(s) {','.join(map(str, gpus))}" if gpus else "interpreter"
-            ours_s, graded = ours(course, students, Path(scratch) / f"ours{run}", workers, gpus)
+            ours_s, graded = ours(course, args.lesson, students, Path(scratch) / f"ours{run}", workers, gpus)
             ours_rate = len(students) / ours_s * 60
             print(f"autograder grade ({workers} workers, {where}), {len(students)}: {ours_s:7.1f} s, "
-                  f"{ours_rate:6.1f} per minute" + (f"; speed-up: {ours_rate / plain_rate:.2f}x" if plain_rate else ""))
+                  f"{ours_rate:6.1f} per minute, feedback included" +
+                  (f"; speed-up: {ours_rate / plain_rate:.2f}x over autograde, {ours_rate / with_feedback_rate:.2f}x "
+                   "over autograde and generate_feedback" if plain_rate else ""))
             if plain is None:  # no plain run: the first run's grades are the reference
                 plain = {s: score for s, score in graded.items() if s == first_copy(s)}
             # Every copy of a sample must get the grade plain nbgrader gave that sample.
