@@ -173,15 +173,44 @@ def matmul(kit, lesson, dtype="float16"):
     return f"matmul, {dtype}, square (TFLOP/s; eager torch is cuBLAS)", rows, "TFLOP/s"
 
 
+def attention(kit, lesson, head_dim=64):
+    """The lesson's attention (forward) against SDPA's FlashAttention-2 and cuDNN backends in fp16, on
+    16384 tokens (B * N) of 2048 features (H * d), causal and not: a section of its own kind, TFLOP/s
+    of 4 B H N^2 d operations (half of them causal), and the two backends in place of eager and compile."""
+    torch, rand = kit["torch"], kit["rand"]
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def sdpa(backend, q, k, v, causal):
+        with sdpa_kernel(backend):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    rows = []
+    for causal in (False, True):
+        for n in (4096, 16384):
+            b, h = 16384 // n, 2048 // head_dim
+            q, k, v = (rand(b, h, n, head_dim, dtype=torch.float16) for _ in range(3))
+            times = {"ours": time_or_none(kit, lambda: lesson["attention"](q, k, v, causal=causal)),
+                     "eager": time_or_none(kit, lambda: sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal)),
+                     "compile": time_or_none(kit, lambda: sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal))}
+            work = 4 * b * h * n * n * head_dim // (2 if causal else 1)
+            rows.append((f"{b}x{h}x{n}{' causal' if causal else ''}", work, times))
+    return (f"attention forward, fp16, d = {head_dim}, B x H x N (TFLOP/s)", rows, "TFLOP/s",
+            {"eager": ("SDPA flash", "flash"), "compile": ("SDPA cuDNN", "cuDNN")})
+
+
 BENCHMARKS = {"02_vector_add": [vector_add], "04_fusion": [ten_ops, softmax],
               "05_layernorm": [layer_norm_fwd, layer_norm_bwd],
-              "06_matmul": [matmul, functools.partial(matmul, dtype="bfloat16")]}
+              "06_matmul": [matmul, functools.partial(matmul, dtype="bfloat16")],
+              "07_attention": [attention, functools.partial(attention, head_dim=128)]}
 UNITS = {"GB/s": 1e9, "TFLOP/s": 1e12}  # a row's work (bytes, operations) per second, in the unit
+# What a section compares with, unless it says: the column's name, and its short name in the ratios.
+LABELS = {"eager": ("eager torch", "eager"), "compile": ("torch.compile", "compile")}
 
 
-def table(title, rows, roof, unit="GB/s"):
+def table(title, rows, roof, unit="GB/s", labels=LABELS):
     """A markdown table of rates in `unit`; the last column compares with the copy roof (GB/s only)."""
-    lines = [f"### {title}", "", "| size | ours | eager torch | torch.compile | ours / eager | ours / compile |"
+    (eager, eager_short), (compile_, compile_short) = labels["eager"], labels["compile"]
+    lines = [f"### {title}", "", f"| size | ours | {eager} | {compile_} | ours / {eager_short} | ours / {compile_short} |"
              + (" ours / copy |" if roof else ""), "|---|---|---|---|---|---|" + ("---|" if roof else "")]
     for size, work, t in rows:
         rate = {k: work / (v * 1e-3) / UNITS[unit] if v else None for k, v in t.items()}
@@ -201,8 +230,9 @@ def plot(results, path):
     figure, axes = plt.subplots(lines, columns, figsize=(6 * columns, 4 * lines), squeeze=False)
     for ax in axes.flat[len(results):]:
         ax.set_visible(False)
-    for ax, (title, rows, roof, unit) in zip(axes.flat, results):
-        for key, label in (("ours", "reference Triton kernel"), ("eager", "eager torch"), ("compile", "torch.compile")):
+    for ax, (title, rows, roof, unit, labels) in zip(axes.flat, results):
+        for key, label in (("ours", "reference Triton kernel"), ("eager", labels["eager"][0]),
+                           ("compile", labels["compile"][0])):
             ax.plot([r[0] for r in rows],
                     [r[1] / (r[2][key] * 1e-3) / UNITS[unit] if r[2][key] else float("nan") for r in rows],
                     marker="o", label=label)
@@ -231,9 +261,11 @@ def main():
             continue
         namespace = answers(lesson)
         for benchmark in benchmarks:
-            title, rows, *unit = benchmark(namespace, namespace)  # a unit other than GB/s comes third
-            unit = unit[0] if unit else "GB/s"
-            results.append((title, rows, roof if unit == "GB/s" else None, unit))
+            # A unit other than GB/s comes third, and names for the columns other than eager torch and
+            # torch.compile fourth.
+            title, rows, *kind = benchmark(namespace, namespace)
+            unit, labels = (kind + ["GB/s", LABELS][len(kind):])[:2]
+            results.append((title, rows, roof if unit == "GB/s" else None, unit, labels))
             print(table(*results[-1]), end="\n\n")
     DOC.parent.mkdir(exist_ok=True)
     plot(results, DOC.with_suffix(".png"))
