@@ -32,7 +32,7 @@
 # | 1 | `naive_attention_bytes`, `flash_attention_bytes`: the bytes each plan moves | 2 |
 # | 2 | `online_softmax_kernel`: maximum and sum in one pass | 4 |
 # | Q | (multiple choice) rescaling a partial result | 1 |
-# | 3 | `attention_fwd_kernel`: FlashAttention's forward pass | 8 |
+# | 3 | `attend_to_keys` and `attention_fwd_kernel`: FlashAttention's forward pass | 8 |
 # | 4 | `attention`: the function that launches it | 4 |
 # | W1 | (written) why the memory is `O(N)`, in your numbers | 3 |
 # | 5 | (no new code) `attention` against PyTorch's FlashAttention | 3 |
@@ -130,10 +130,10 @@ got = call_answer(flash_attention_bytes, 1, 2, 1, 2, 2)
 if got != (2 + 2 + 2 + 2) * 2 + 2 * 4:
     raise CheckFailed(f"flash_attention_bytes(1, 2, 1, 2, 2) is {got!r}, expected 24: one block of queries reads "
                       "Q, K and V and writes O (2 numbers each, 2 bytes each), and 2 fp32 log-sum-exps (4 bytes each).")
-n, d, h200_bandwidth = 16384, 64, 4.8e12
+n, d, h200_bandwidth = 16384, 64, 4.2e12
 print(f"One head, d = {d}, fp16, N = {n}:")
 print(f"  three steps:    {naive_attention_bytes(1, n, d) / 1e6:9.1f} MB, "
-      f"{naive_attention_bytes(1, n, d) / h200_bandwidth * 1e6:7.1f} us at 4.8 TB/s")
+      f"{naive_attention_bytes(1, n, d) / h200_bandwidth * 1e6:7.1f} us at 4.2 TB/s")
 for block_m in (64, 128):
     nbytes = flash_attention_bytes(1, n, d, block_m)
     print(f"  flash, BLOCK_M = {block_m:3}: {nbytes / 1e6:6.1f} MB, {nbytes / h200_bandwidth * 1e6:7.1f} us "
@@ -203,8 +203,8 @@ for n in lengths:
 
 # %% [markdown]
 # Four times the memory for twice the tokens: the `N x N` matrices own the peak, and with them the
-# time, which is memory traffic (on an H200, the three steps at `N = 8192` move about 2 GB, half a
-# millisecond at 4.8 TB/s, for arithmetic the tensor cores do in a tenth of that). Section 6 puts
+# time, which is memory traffic (on an H200, the three steps at `N = 8192` move about 2.2 GB, half
+# a millisecond at 4.2 TB/s, for arithmetic the tensor cores do in a sixth of that). Section 5 puts
 # your kernel next to these numbers.
 #
 # ## 2. The online softmax
@@ -393,8 +393,9 @@ check_choice(answer_rescale, "answer_rescale", expected="b",
 # - **Layout.** The wrapper hands the kernel contiguous `(B, H, N, d)` tensors: head `z` starts at
 #   element `z * N * HEAD_DIM`, and its row `i` at `+ i * HEAD_DIM`. (Production kernels take
 #   strides for every tensor, as lesson 6 did; here the wrapper calls `.contiguous()`, which costs
-#   nothing for the usual layouts.) Use `tl.program_id(1).to(tl.int64)` for the head's offset: at
-#   32 heads of 16384 x 128 numbers, offsets pass 2^26, and with more, 2^31.
+#   nothing for the usual layouts.) Use `tl.program_id(1).to(tl.int64)` for the head's offset: 32
+#   heads of 16384 x 128 numbers already reach 2^26 elements, and a batch 32 times larger would
+#   pass 2^31, where int32 offsets overflow.
 # - **Two products on the tensor cores.** `tl.dot(q, tl.trans(k))` gives the scores in fp32, and
 #   `tl.dot(p.to(v.dtype), v)` adds the weighted values into the fp32 accumulator: `p` (between 0
 #   and 1) is rounded to the input's dtype so that the tensor cores can take it, as FlashAttention
@@ -640,6 +641,8 @@ print("attention_fwd_kernel passed the hidden tests.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# ## 4. The function users call
+#
 # ## Exercise 4: `attention` (4 points)
 #
 # Now the function users call, `attention(q, k, v, causal=False)`, for `(B, H, N, d)` tensors; it
@@ -763,7 +766,7 @@ print("attention passed the hidden tests.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## 6. Memory and time, measured
+# ## 5. Memory and time, measured
 #
 # Here is your kernel next to the three-step attention of section 1 and PyTorch's
 # `F.scaled_dot_product_attention` (SDPA), on the same inputs: peak memory beyond the inputs, and
@@ -816,7 +819,8 @@ for n, naive_mem, your_mem in zip(lengths, *memory.values()):
 # the same `4 N^2 d` operations per head.
 #
 # ### BEGIN SOLUTION
-# (Figures from an H200, 4 heads, d = 64, fp16; a student's own numbers will differ.) The three-step
+# (Figures counted for 4 heads, d = 64, fp16: measured ones on a GPU come out close to them, plus
+# what the allocator rounds up and, for the three steps, a temporary or two.) The three-step
 # attention's peak memory grows like N^2: about 17 MB at N = 1024 and about 1 GB at N = 8192, 64
 # times more for 8 times the tokens (S and P in fp16, 4 bytes per score: 4 heads x 8192^2 x 4 bytes
 # = 1.07 GB).
@@ -835,6 +839,8 @@ for n, naive_mem, your_mem in zip(lengths, *memory.values()):
 # ### END SOLUTION
 
 # %% [markdown]
+# ## 6. Against PyTorch's FlashAttention
+#
 # ## Exercise 5: `attention` against PyTorch's FlashAttention (3 points)
 #
 # No new code: on a GPU this test times your `attention` and SDPA's FlashAttention backend
@@ -966,5 +972,5 @@ for causal in (False, True):
 #   that cross it. Loops without masks where none are needed, and `exp2` with `log2(e)` folded into
 #   the scale, are what the fast kernels add.
 #
-# This is the last lesson of the course. Triton's tutorials go on from here: the fused attention
-# tutorial (with the backward pass and FP8), persistent matmul, and grouped GEMM.
+# **Where next:** Triton's own tutorials go on from here: *Fused Attention* (the backward pass, FP8,
+# and the tricks of Hopper GPUs), persistent matmul, and grouped GEMM.
