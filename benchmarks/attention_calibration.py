@@ -8,10 +8,14 @@ naive ones. This script times, each a few times next to SDPA's flash backend: th
 its default 128 x 64 blocks, with 64 x 32 and with tiny 16 x 16 blocks; ida's kernel; a blocked
 kernel without tl.dot (products summed on the CUDA cores); and the three steps in torch (cuBLAS and
 a softmax, with S and P in memory). Each result is checked against the lesson's reference first.
-Needs a CUDA GPU and a built course (source/07_attention).
+With --sweep it then launches the reference kernel itself over a few block sizes, warps and
+pipeline stages (fp16, d = 64 and 128, causal and not) next to SDPA's flash backend, to choose the
+wrapper's defaults and see where `make bench` stands. Needs a CUDA GPU and a built course
+(source/07_attention).
 
-    .venv/bin/python benchmarks/attention_calibration.py
+    .venv/bin/python benchmarks/attention_calibration.py [--sweep]
 """
+import itertools
 import ast
 import runpy
 import sys
@@ -88,6 +92,35 @@ def variants():
     }
 
 
+def sweep(kit, flash, B=4, H=8, N=4096):
+    """TFLOP/s of attention_fwd_kernel for each configuration, against SDPA's flash backend."""
+    kernel = kit["attention_fwd_kernel"]
+    for d, causal in itertools.product((64, 128), (False, True)):
+        q, k, v = (kit["rand"](B, H, N, d, dtype=torch.float16) for _ in range(3))
+        o, lse = torch.empty_like(q), torch.empty(B, H, N, device=q.device)
+        expected = kit["reference_attention"](q, k, v, causal)[0]
+        work = 4 * B * H * N * N * d / (2 if causal else 1)
+        theirs = kit["bench_ms"](lambda: flash(q, k, v, causal))
+        print(f"\nd = {d}, {'causal' if causal else 'not causal'}: SDPA flash {work / theirs / 1e9:.0f} TFLOP/s")
+        for block_m, block_n, warps, stages in itertools.product((64, 128), (32, 64, 128), (4, 8), (2, 3, 4)):
+            if block_m % block_n:
+                continue
+
+            def launch():
+                kernel[(triton.cdiv(N, block_m), B * H)](q, k, v, o, lse, N, d ** -0.5, HEAD_DIM=d, BLOCK_M=block_m,
+                                                         BLOCK_N=block_n, CAUSAL=causal, num_warps=warps,
+                                                         num_stages=stages)
+            label = f"BLOCK_M {block_m:3}, BLOCK_N {block_n:3}, {warps} warps, {stages} stages"
+            try:
+                launch()
+                kit["check_output"](o, expected, name=label)
+                ours = kit["bench_ms"](launch)
+            except Exception as error:  # out of shared memory, for one
+                print(f"  {label}: failed: {type(error).__name__}: {str(error).splitlines()[0][:100]}")
+                continue
+            print(f"  {label}: {work / ours / 1e9:4.0f} TFLOP/s, {theirs / ours:.3f} of SDPA flash")
+
+
 def main(shape=(4, 8, 4096, 64), repeats=3):
     kit = LESSON
     if not kit["ON_GPU"]:
@@ -95,9 +128,9 @@ def main(shape=(4, 8, 4096, 64), repeats=3):
         return 2
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    def flash(q, k, v):
+    def flash(q, k, v, causal=False):
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
     B, H, N, d = shape
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, Triton {triton.__version__}; "
@@ -120,6 +153,8 @@ def main(shape=(4, 8, 4096, 64), repeats=3):
               f"{', '.join(f'{f:.3f}' for f in fractions)} of SDPA flash")
     print("\nThe test's fraction (TARGET in test_attention_performance) should sit well below the lowest "
           "fraction of the reference and of ida's kernel, and well above the best naive one.")
+    if "--sweep" in sys.argv[1:]:
+        sweep(kit, flash)
     return 0
 
 

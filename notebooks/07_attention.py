@@ -657,9 +657,10 @@ print("attention_fwd_kernel passed the hidden tests.")
 #
 # The defaults are good on a GPU of compute capability 8.0 or newer: 128 queries by 64 keys per
 # step, with 4 warps for `d = 64` and 8 for `d = 128` (pass them as `num_warps=`), and
-# `num_stages=3` for `d = 64`, 2 for `d = 128` (the compiler loads the next blocks of keys and
-# values while the tensor cores work on these; each stage holds a block of `K` and one of `V` in
-# shared memory, twice as large at `d = 128`). The
+# `num_stages=3` for rows of `K` and `V` of 128 bytes (`d = 64` in fp16), fewer for longer rows
+# (`num_stages=` too: the compiler loads the next blocks of keys and values while the tensor cores
+# work on these, and each stage holds a block of `K` and one of `V` in shared memory, of which a
+# GPU has 100 to 228 KB per multiprocessor). The
 # interpreter gets small blocks: it runs one program at a time, and each costs Python.
 
 # %% nbgrader={"grade_id": "attention", "solution": true}
@@ -684,8 +685,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal=False, B
     o = torch.empty((B, H, N, d), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
     grid = (triton.cdiv(N, BLOCK_M), B * H)
+    row_bytes = d * q.element_size()  # each pipeline stage holds BLOCK_N such rows of K and of V
     attention_fwd_kernel[grid](q, k, v, o, lse, N, d ** -0.5, HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-                               CAUSAL=causal, num_warps=4 if d <= 64 else 8, num_stages=3 if d <= 64 else 2)
+                               CAUSAL=causal, num_warps=4 if d <= 64 else 8,
+                               num_stages=3 if row_bytes <= 128 else 2 if row_bytes <= 256 else 1)
     return o, lse
     ### END SOLUTION
 
