@@ -109,9 +109,10 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, N, scale, HEAD_DIM
     q, k, v = (t if t.is_contiguous() else t.contiguous() for t in (q, k, v))
     o = q.new_empty(q.shape)
     lse = torch.empty(batch, heads, tokens, device=q.device, dtype=torch.float32)
+    stages = 2 if head_dim * q.element_size() <= 256 else 1  # fp32 rows of 128: one block of K and V at a time
     attention_fwd_kernel[(triton.cdiv(tokens, BLOCK_M), batch * heads)](
         q, k, v, o, lse, tokens, 1.0 / math.sqrt(head_dim), HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
-        BLOCK_N=BLOCK_N, CAUSAL=causal, num_warps=4, num_stages=2)
+        BLOCK_N=BLOCK_N, CAUSAL=causal, num_warps=4, num_stages=stages)
     return o, lse
 """,
             }},
