@@ -326,8 +326,8 @@ run_online_softmax(6, 90, ROWS=2, BLOCK_N=32, pad=13)
 for dtype in FLOAT_DTYPES:
     run_online_softmax(5, 77, ROWS=4, BLOCK_N=32, dtype=dtype, scale=10.0)
 # A row whose maximum comes last: every earlier block's sum must be rescaled, by exp(-50) and less.
-x = guarded_empty((1, 64))
-x.copy_(torch.arange(64, device=x.device, dtype=torch.float32).view(1, 64))
+x = rand(1, 64)
+x.copy_(torch.arange(64, device=x.device, dtype=torch.float32).view(1, 64))  # in place: the guard bands stay
 out = guarded_empty((1, 64))
 call_answer(lambda: online_softmax_kernel[(1,)](x, out, 1, 64, 64, ROWS=1, BLOCK_N=16), name="online_softmax_kernel")
 check_output(out, torch.softmax(x, dim=1), name="online_softmax_kernel on the row 0, 1, ..., 63 in blocks of 16",
@@ -417,10 +417,12 @@ check_choice(answer_rescale, "answer_rescale", expected="b",
 #   sum of `exp(s_j)`; then `P[i, j] = exp(S[i, j] - lse[i])`. It goes into a `(B, H, N)` fp32
 #   tensor, at `z * N + offs_m`.
 #
-# **A faster `exp`** (optional). `exp(x) = 2 ** (x * log2(e))`, and the GPU's fast exponential is a
-# power of two: fold `log2(e)` into the scale (`qk_scale = scale * 1.4426950408889634`) and use
-# `tl.exp2` everywhere. Then `m` and `s` are in units of `log2`, and the saved log-sum-exp must be
-# converted back: `lse = (m + tl.log2(l)) * 0.6931471805599453` (that is `ln(2)`).
+# **One multiplication fewer** (optional). Lesson 4 said that Triton compiles `tl.exp(x)` to a
+# multiplication by `log2(e)` and the GPU's fast power of two, `exp(x) = 2 ** (x * log2(e))`. Here
+# every score is multiplied by `scale` already, so the two multiplications can be one: fold
+# `log2(e)` into the scale (`qk_scale = scale * 1.4426950408889634`) and use `tl.exp2` everywhere.
+# Then `m` and `s` are in units of `log2`, and the saved log-sum-exp must be converted back:
+# `lse = (m + tl.log2(l)) * 0.6931471805599453` (that is `ln(2)`).
 #
 # **Masks only where needed.** Only the last block of keys (or, in causal attention, the blocks that
 # cross the diagonal) needs masks; the others are whole, and a loop without masks runs faster. So
@@ -630,13 +632,15 @@ for dtype in DOT_DTYPES:
         run_attention_kernel(2, 1, 65, 64, dtype=dtype, causal=causal, BLOCK_M=64, BLOCK_N=32)
 run_attention_kernel(1, 1, 20, 16, causal=True, BLOCK_M=16, BLOCK_N=16)
 # Scores of 100 and more: exp without the running maximum overflows, and a maximum that is not
-# carried from block to block gives the wrong weights.
-q, k, v = attention_inputs(1, 1, 48, 64)
+# carried from block to block gives the wrong weights. In fp16 or bf16 where tl.dot takes them, so
+# that the scores are exact (TF32 would round fp32 scores of 100 by about 0.01, and so the weights).
+q, k, v = attention_inputs(1, 1, 48, 64, DOT_DTYPES[-1])
 q.mul_(20.0)
-o, lse = guarded_empty((1, 1, 48, 64)), guarded_empty((1, 1, 48))
+o, lse = guarded_empty((1, 1, 48, 64), dtype=q.dtype), guarded_empty((1, 1, 48))
 call_answer(lambda: attention_fwd_kernel[(3, 1)](q, k, v, o, lse, 48, 0.125, HEAD_DIM=64, BLOCK_M=16, BLOCK_N=16,
                                                  CAUSAL=False), name="attention_fwd_kernel")
-check_attention(o, lse, q, k, v, False, "attention_fwd_kernel on queries scaled by 20 (scores in the hundreds)")
+check_attention(o, lse, q, k, v, False, f"attention_fwd_kernel on {str(q.dtype).removeprefix('torch.')} queries "
+                "scaled by 20 (scores in the hundreds)")
 print("attention_fwd_kernel passed the hidden tests.")
 ### END HIDDEN TESTS
 
