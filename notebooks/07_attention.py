@@ -573,6 +573,9 @@ def check_attention(o, lse, q, k, v, causal, what, untouched=(), block_n=None):
     else:
         hint = ("is acc multiplied by alpha = exp(m - m_new) before the block's p @ v is added, and l "
                 "likewise, and is o = acc / l at the end?")
+    if not q.is_contiguous():
+        hint += (f" And q, k and v are views of a (B, N, H, d) tensor (strides {q.stride()}): are they made "
+                 "contiguous before the launch of a kernel that reads contiguous (B, H, N, d) tensors?")
     atol, rtol = attention_tolerance(q.dtype)
     check_output(o, expected_o, name=f"{what}: o", inputs=untouched, atol=atol, rtol=rtol, hint=hint)
     if not isinstance(lse, torch.Tensor) or lse.shape != expected_lse.shape or lse.dtype != torch.float32:
@@ -738,7 +741,7 @@ def expect_refusal(what, *args):
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention", "locked": true, "points": 2}
 run_attention(1, 2, 50, 64)
-run_attention(2, 1, 33, 64, causal=True, layout="tokens first")
+run_attention(2, 3, 33, 64, causal=True, layout="tokens first")
 for dtype in DOT_DTYPES:
     run_attention(1, 2, 40, 128, dtype=dtype, causal=True)
 expect_refusal("q of (1, 2, 8, 64) and k of (1, 2, 8, 32)", rand(1, 2, 8, 64), rand(1, 2, 8, 32), rand(1, 2, 8, 64))
