@@ -23,7 +23,10 @@ import sys
 import tempfile
 import time
 
-import nbformat
+# jsonschema (imported by nbformat) imports rfc3987_syntax where it is installed, which builds a grammar
+# at import: about a second of CPU in every sandbox, for IRI formats that no notebook schema uses.
+sys.modules.setdefault("rfc3987_syntax", None)
+import nbformat  # noqa: E402 (after the line above)
 from jupyter_client import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
