@@ -1,6 +1,8 @@
 # The sample class for 07_attention, graded by `autograder demo 07_attention` and by the tests (see
 # autograder/samples.py). The written_memory cell is graded by hand: the demo lists it as "to grade by
 # hand", except in the untouched release, where nbgrader scores an unanswered cell 0 at once.
+# cy computes with torch (SDPA, and logsumexp of q @ k^T): its attention launches no kernel, and the
+# audit flags both lines.
 # Every expected failure is the same on a GPU and under the interpreter: the buggy kernels load every
 # key with its mask and other=0.0, so what they compute does not depend on what lies past the end.
 # eve masks the scores only for causal attention: the keys past N load as 0, score 0 instead of
@@ -121,17 +123,18 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, N, scale, HEAD_DIM
                      "test_attention_fwd_kernel_hidden", "test_attention_hidden", "test_attention_performance",
                      "test_online_softmax_kernel", "test_online_softmax_kernel_hidden", "test_q_rescale",
                      "written_memory"]},
-    "cy": {"about": "torch in place of the kernel: F.scaled_dot_product_attention, and logsumexp of q @ k^T",
+    "cy": {"about": "torch in place of the kernel: F.scaled_dot_product_attention, and torch.logsumexp of q @ k^T",
            "answers": "solution",
-           "edits": {"attention": [["    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()\n",
-                                    "    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)\n"
-                                    "    scores = q.float() @ k.float().transpose(-2, -1) * d ** -0.5\n"
-                                    "    if causal:\n"
-                                    "        scores = scores.masked_fill(torch.ones(N, N, dtype=torch.bool, "
-                                    "device=q.device).triu(1), -float('inf'))\n"
-                                    "    return o, torch.logsumexp(scores, dim=-1)\n"
-                                    "    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()\n"]]},
-           "fails": ["test_attention", "test_attention_hidden", "test_attention_performance"]},
+           "replace": {"attention": """def attention(q, k, v, causal=False, BLOCK_M=64, BLOCK_N=64):
+    scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[-2]
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), -float("inf"))
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return o, torch.logsumexp(scores, dim=-1)
+"""},
+           "fails": ["test_attention", "test_attention_hidden", "test_attention_performance"],
+           "flags": ["attention computes with transpose", "attention computes with torch.nn.functional.scaled_dot_product_attention"]},
     "dee": {"about": "skips the blocks above the diagonal but does not mask the diagonal block: causal is wrong",
             "answers": "solution",
             "edits": {"attention_fwd_kernel": [["            if CAUSAL:\n"
