@@ -117,6 +117,67 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, N, scale, HEAD_DIM
         BLOCK_N=BLOCK_N, CAUSAL=causal, num_warps=4, num_stages=stages)
     return o, lse
 """,
+                "attention_backward": """@triton.jit
+def attention_bwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dq_ptr, dk_ptr, dv_ptr, N, scale,
+                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    # One kernel, as the first FlashAttention did: each program owns a block of keys, keeps dK and dV,
+    # and adds its share of dQ into an fp32 buffer with atomic additions.
+    block = tl.program_id(axis=0)
+    z = tl.program_id(axis=1).to(tl.int64)
+    base = z * N * HEAD_DIM
+    keys = block * BLOCK_N + tl.arange(0, BLOCK_N)
+    dims = tl.arange(0, HEAD_DIM)
+    k_t = tl.load(k_ptr + base + keys[None, :] * HEAD_DIM + dims[:, None], mask=keys[None, :] < N, other=0.0)
+    v_t = tl.load(v_ptr + base + keys[None, :] * HEAD_DIM + dims[:, None], mask=keys[None, :] < N, other=0.0)
+    dk_t = tl.zeros((HEAD_DIM, BLOCK_N), dtype=tl.float32)
+    dv_t = tl.zeros((HEAD_DIM, BLOCK_N), dtype=tl.float32)
+    for first in range(0, N, BLOCK_M):  # every block of queries; the mask does the causal part
+        queries = first + tl.arange(0, BLOCK_M)
+        rows = base + queries[:, None] * HEAD_DIM + dims[None, :]
+        ok = queries[:, None] < N
+        q = tl.load(q_ptr + rows, mask=ok, other=0.0)
+        grad_out = tl.load(do_ptr + rows, mask=ok, other=0.0)
+        out = tl.load(o_ptr + rows, mask=ok, other=0.0)
+        lse = tl.load(lse_ptr + z * N + queries, mask=queries < N, other=0.0)
+        visible = ok & (keys[None, :] < N)
+        if CAUSAL:
+            visible = visible & (queries[:, None] >= keys[None, :])
+        probs = tl.where(visible, tl.exp(tl.dot(q, k_t) * scale - lse[:, None]), 0.0)
+        delta = tl.sum(grad_out.to(tl.float32) * out.to(tl.float32), axis=1)
+        dscores = probs * (tl.dot(grad_out, v_t) - delta[:, None])
+        dv_t += tl.dot(tl.trans(grad_out), probs.to(grad_out.dtype))
+        dk_t += tl.dot(tl.trans(q), dscores.to(q.dtype))
+        tl.atomic_add(dq_ptr + rows, tl.dot(dscores.to(q.dtype), tl.trans(k_t)) * scale, mask=ok)
+    tl.store(dk_ptr + base + keys[None, :] * HEAD_DIM + dims[:, None], (dk_t * scale).to(dk_ptr.dtype.element_ty),
+             mask=keys[None, :] < N)
+    tl.store(dv_ptr + base + keys[None, :] * HEAD_DIM + dims[:, None], dv_t.to(dv_ptr.dtype.element_ty),
+             mask=keys[None, :] < N)
+
+
+def attention_backward(q, k, v, o, lse, do, causal=False, BLOCK_M=32, BLOCK_N=32):
+    batch, heads, tokens, head_dim = q.shape
+    q, k, v, o, do = (t if t.is_contiguous() else t.contiguous() for t in (q, k, v, o, do))
+    dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)  # the atomic additions start from 0
+    dk, dv = k.new_empty(k.shape), v.new_empty(v.shape)
+    attention_bwd_kernel[(triton.cdiv(tokens, BLOCK_N), batch * heads)](
+        q, k, v, o, do, lse, dq, dk, dv, tokens, 1.0 / math.sqrt(head_dim), HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
+        BLOCK_N=BLOCK_N, CAUSAL=causal)
+    return dq.to(q.dtype), dk, dv
+
+
+class FlashAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal=False):
+        o, lse = attention(q, k, v, causal=causal)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal = causal
+        return o
+
+    @staticmethod
+    def backward(ctx, grad_o):
+        dq, dk, dv = attention_backward(*ctx.saved_tensors, grad_o, causal=ctx.causal)
+        return dq, dk, dv, None
+""",
             }},
     "bo": {"about": "the release, untouched", "answers": "release",
            "fails": ["test_attention", "test_attention_bytes", "test_attention_bytes_hidden", "test_attention_fwd_kernel",
