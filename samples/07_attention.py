@@ -16,7 +16,8 @@
 # test that checks lse (the kernel's, the wrapper's, the performance test's first check) fails.
 # ida writes every answer differently from the solutions (tests/test_second_answers.py checks that it
 # covers them): per-lane running maxima merged at the end in the online softmax, one loop with masks
-# everywhere, tl.exp instead of exp2, K loaded transposed, and must lose no points: a hidden test
+# everywhere, tl.exp instead of exp2, K loaded transposed, a backward pass in one kernel with atomic
+# additions into dQ (ungraded, but it must match torch.autograd too), and must lose no points: a hidden test
 # that rejects it rejects a valid answer.
 {
     "ada": {"about": "a correct submission", "answers": "solution", "fails": []},
