@@ -2,7 +2,8 @@
 # autograder/samples.py). The written_memory cell is graded by hand: the demo lists it as "to grade by
 # hand", except in the untouched release, where nbgrader scores an unanswered cell 0 at once.
 # cy computes with torch (SDPA, and logsumexp of q @ k^T): its attention launches no kernel, and the
-# audit flags both lines.
+# audit flags both lines. gus does the same through torch.ops.aten, which no list of torch's names
+# holds: the tests see torch's operators run at the dispatcher, and the audit flags torch.ops.
 # Every expected failure is the same on a GPU and under the interpreter: the buggy kernels load every
 # key with its mask and other=0.0, so what they compute does not depend on what lies past the end.
 # eve masks the scores only for causal attention: the keys past N load as 0, score 0 instead of
@@ -197,6 +198,21 @@ class FlashAttention(torch.autograd.Function):
 """},
            "fails": ["test_attention", "test_attention_hidden", "test_attention_performance"],
            "flags": ["attention computes with transpose", "attention computes with torch.nn.functional.scaled_dot_product_attention"]},
+    "gus": {"about": "torch's operators called directly (torch.ops.aten), past any name a list would hold: "
+                     "the launches watched at torch's dispatcher see them",
+            "answers": "solution",
+            "replace": {"attention": """def attention(q, k, v, causal=False, BLOCK_M=64, BLOCK_N=64):
+    aten = torch.ops.aten
+    scores = aten.mul.Scalar(aten.matmul(q.float(), aten.transpose.int(k.float(), -2, -1)), q.shape[-1] ** -0.5)
+    if causal:
+        n = q.shape[-2]
+        scores = aten.masked_fill.Scalar(scores, aten.triu(aten.ones([n, n], dtype=torch.bool, device=q.device), 1),
+                                         -float("inf"))
+    lse = aten.logsumexp(scores, [-1])
+    return aten.matmul(aten.exp(aten.sub.Tensor(scores, aten.unsqueeze(lse, -1))), v.float()).to(q.dtype), lse
+"""},
+            "fails": ["test_attention", "test_attention_hidden", "test_attention_performance"],
+            "flags": ["torch.ops"]},
     "dee": {"about": "skips the blocks above the diagonal but does not mask the diagonal block: causal is wrong",
             "answers": "solution",
             "edits": {"attention_fwd_kernel": [["            if CAUSAL:\n"
