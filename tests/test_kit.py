@@ -180,6 +180,20 @@ def test_answer_own_buffer_is_guarded():
         check_output(out, x + y)
 
 
+def test_what_triton_allocates_inside_the_block_is_not_guarded():
+    """An autotuner that benchmarks its configurations inside guarded_allocations() (the answer's
+    first call at a new size) allocates a cache-flush buffer per configuration through torch.empty:
+    kept until a check that never comes, guarded buffers held gigabytes on a GPU grader's 4 GiB."""
+    library = {"__name__": "triton.testing", "torch": torch}
+    exec("def flush_buffer():\n    return torch.empty(1 << 16, dtype=torch.int)", library)
+    with guarded_allocations():
+        before = len(kit._GUARDED)
+        buffer, answers = library["flush_buffer"](), torch.empty(100)
+    assert len(kit._GUARDED) == before + 1 and answers.data_ptr() in kit._GUARDED
+    assert buffer.data_ptr() not in kit._GUARDED
+    kit._GUARDED.pop(answers.data_ptr())
+
+
 def test_launches_are_counted_and_a_torch_fallback_is_caught():
     x, y = rand(200)[::2], rand(10, 10).t()
     with guarded_allocations(), count_launches() as launches:  # the kit's own guard bands do not count
