@@ -20,6 +20,8 @@ tests/corpus/<lesson>.py): a Python literal mapping each student to
                 fails tests, else "needs manual grading" if the lesson has cells graded by hand,
                 else "ok",
   flags         (optional) text each expected integrity flag contains; none others may be raised,
+  on_gpu        (optional) {key: value} that replace the above where the grader runs the notebook on
+                a GPU: a performance test, graded there, only advises under the interpreter,
   ci            (optional) False: `autograder demo` grades it, the tests (tests/test_autograde.py,
                 in CI) leave it out to save time; keep a sample of each distinct failure in CI.
 Writing samples as edits of the committed notebooks keeps them in step with the lesson.
@@ -36,6 +38,11 @@ def load_samples(course, lesson, folder="samples"):
     if not path.is_file():
         raise CourseError(f"{path.relative_to(course.root)} does not exist: no sample class for {lesson}")
     return ast.literal_eval(path.read_text())
+
+
+def expected_here(sample, on_gpu):
+    """What a sample must get where it is graded: its on_gpu values replace the others on a GPU."""
+    return {**sample, **sample.get("on_gpu", {})} if on_gpu else sample
 
 
 def ci_samples(samples):

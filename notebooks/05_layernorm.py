@@ -450,7 +450,10 @@ with exclusive_gpu():  # under the grader, no other notebook runs on the GPU mea
     nbytes = 2 * x.numel() * x.element_size()
     if ON_GPU:
         print(f"layer_norm_forward {gbps(nbytes, ours):.0f} GB/s, F.layer_norm {gbps(nbytes, theirs):.0f} GB/s.")
-    check_bandwidth(gbps(nbytes, ours), 0.7, f"layer_norm_forward on {n_rows} x {n_cols} fp16")
+    check_bandwidth(gbps(nbytes, ours), 0.7, f"layer_norm_forward on {n_rows} x {n_cols} fp16",
+                    hint="Does BLOCK_SIZE hold the whole row (up to 64 KB), with num_warps = 4 up to 8192 "
+                         "columns (more warps wait longer at each reduction), and does the kernel do little "
+                         "more per element than the three loops of the lesson?")
 
 
 # %% [markdown]

@@ -93,7 +93,9 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, x_row_stride, out_row_stride,
             "edits": {"ten_ops": [["    ten_ops_kernel[grid](x, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n",
                                    "    ten_ops_kernel[grid](x, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n"
                                    "    ten_ops_kernel[grid](x, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n"]]},
-            "fails": ["test_ten_ops", "test_ten_ops_hidden"]},
+            "fails": ["test_ten_ops", "test_ten_ops_hidden"],
+            # The work done twice: on an H200 51% of the copy bandwidth, below the 60% a GPU grades.
+            "on_gpu": {"fails": ["test_ten_ops", "test_ten_ops_hidden", "test_ten_ops_performance"]}},
     "gus": {"about": "counted one read per kernel (and predicted from that count), wrong quiz letters",
             "answers": "solution",
             "edits": {"count_bytes": [["two_inputs * 3", "two_inputs * 2"]],

@@ -6,10 +6,13 @@
 # 1000 in fp32 (about 0.06 of rounding in E[x^2] against a variance of 1), which only the hidden tests try.
 # ida writes every answer differently from the solutions (tests/test_second_answers.py checks that it
 # covers them), Welford's one-pass statistics among them, and must lose no points: a hidden test that
-# rejects it rejects a valid answer.
+# rejects it rejects a valid answer. Speed is another matter: on an H200 its Welford kernel, launched
+# with 8 warps for 4096 columns (the lesson measured 4 as faster), reached 61% of the copy bandwidth
+# (2520 GB/s), under the 70% that 05's performance test asks on a GPU (see "on_gpu").
 {
     "ada": {"about": "a correct submission", "answers": "solution", "fails": []},
     "ida": {"about": "every answer written differently, all correct", "answers": "solution", "fails": [],
+            "on_gpu": {"fails": ["test_layer_norm_forward_performance"]},
             "replace": {
                 "layer_norm_fwd_kernel": """@triton.jit
 def layer_norm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_row_stride, y_row_stride,

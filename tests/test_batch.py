@@ -34,7 +34,7 @@ from autograder.demo import class_course
 from autograder.grade.batch import Settings, grade, merge
 from autograder.grade.feedback import VERDICT_CHARS
 from autograder.grade.isolate import physical_gpu
-from autograder.samples import load_samples, write_submission
+from autograder.samples import expected_here, load_samples, write_submission
 from conftest import ROOT
 
 LESSON = "02_vector_add"
@@ -126,9 +126,8 @@ def _lost(grade, points):
 
 
 def _check(course, student, grade):
-    entry, points = CORPUS[student], _points(course)
-    if torch.cuda.is_available():  # the corpus is graded on the GPU where there is one
-        entry = {**entry, **entry.get("on_gpu", {})}
+    # the corpus is graded on the GPU where there is one
+    entry, points = expected_here(CORPUS[student], torch.cuda.is_available()), _points(course)
     status = entry.get("status", "failed tests" if entry["fails"] else "ok")
     seen = (f"{student} ({entry['about']}) was graded {grade.status}, {grade.score:g}/{grade.max_score:g}, "
             f"reason {grade.reason!r}, flags {grade.flags}")
