@@ -817,8 +817,8 @@ for ax, what in ((left, "peak memory beyond the inputs (MB)"), (right, "time (ms
 fig.suptitle(f"attention, {heads} heads, d = {d}, {str(attention_dtype).removeprefix('torch.')}"
              + ("" if ON_GPU else " (interpreter: memory counted, times not GPU numbers)"))
 plt.show()
-for n, naive_mem, your_mem in zip(lengths, *memory.values()):
-    print(f"N = {n:5}: three steps {naive_mem:9.2f} MB, yours {your_mem:7.2f} MB")
+for i, n in enumerate(lengths):
+    print(f"N = {n:5}: " + ", ".join(f"{label} {values[i]:9.2f} MB" for label, values in memory.items()))
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "written_memory", "points": 3, "solution": true}
 # **Written answer W1 (3 points).** From your plot and the numbers printed above: how does the peak
