@@ -797,6 +797,22 @@ def check_bandwidth(achieved, fraction, what,
     print(verdict)
 
 
+def check_speed_against(theirs, ours, target, verdict, requirement, hint, graded):
+    """A compute-bound test: `ours` (ms) must take at most 1/target of `theirs`, the vendor's library
+    timed in the same notebook. Graded where `graded` (a GPU whose tl.dot takes fp16), advisory
+    elsewhere: `requirement` says what a GPU asks, `hint` names the likely causes of a miss."""
+    __tracebackhide__ = True
+    if not graded:
+        print(verdict)
+        if ON_GPU:
+            print(DOT_NOTE)
+        advisory(requirement)
+    elif theirs < target * ours:
+        _fail(f"{verdict} {hint}")
+    else:
+        print(verdict)
+
+
 def torch_compiled(fn, *example):
     """torch.compile(fn) for the shapes of `example`, run once on it, or None where it cannot run:
     under the interpreter (on the CPU it generates C++, not Triton) or on a GPU whose compiler fails.

@@ -1047,17 +1047,11 @@ del out
 verdict = (f"matmul_tuned on {side}^3 {str(dtype).removeprefix('torch.')}: {ours:.3f} ms "
            f"({tflops(side, side, side, ours):.3g} TFLOP/s), torch.matmul {theirs:.3f} ms "
            f"({tflops(side, side, side, theirs):.3g} TFLOP/s): {theirs / ours:.2f}x cuBLAS; the target is {TARGET}x.")
-if not graded:
-    print(verdict)
-    if ON_GPU:
-        print(DOT_NOTE)
-    advisory(f"matmul_tuned at 4096^3 in fp16 for {TARGET}x the\nTFLOP/s of torch.matmul (cuBLAS)")
-elif theirs < TARGET * ours:
-    raise CheckFailed(f"{verdict} Do TUNING_CONFIGS include large tiles (128 x 128 or more, BLOCK_K = 64, "
-                      "num_stages 3 or 4)? Does accumulate_tile load each block of A and B once per step "
-                      "and use tl.dot, and does matmul_tuned pass the strides instead of copying?")
-else:
-    print(verdict)
+check_speed_against(theirs, ours, TARGET, verdict,
+                    f"matmul_tuned at 4096^3 in fp16 for {TARGET}x the\nTFLOP/s of torch.matmul (cuBLAS)",
+                    "Do TUNING_CONFIGS include large tiles (128 x 128 or more, BLOCK_K = 64, num_stages 3 or 4)? "
+                    "Does accumulate_tile load each block of A and B once per step and use tl.dot, and does "
+                    "matmul_tuned pass the strides instead of copying?", graded)
 
 # %% [markdown]
 # ## What you learned

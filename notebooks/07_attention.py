@@ -902,17 +902,11 @@ del o, lse
 verdict = (f"attention on {describe_attention(B, H, N, d, dtype, False)}: {ours:.3f} ms "
            f"({attention_tflops(ours):.3g} TFLOP/s), SDPA {theirs:.3f} ms ({attention_tflops(theirs):.3g} TFLOP/s): "
            f"{theirs / ours:.2f}x SDPA's; the target is {TARGET}x.")
-if not graded:
-    print(verdict)
-    if ON_GPU:
-        print(DOT_NOTE)
-    advisory(f"attention at N = 4096, d = 64, fp16 for {TARGET}x the\nTFLOP/s of SDPA's FlashAttention backend")
-elif theirs < TARGET * ours:
-    raise CheckFailed(f"{verdict} Does attention use blocks of 128 queries and 64 keys (num_warps=4 for d = 64, "
-                      "num_stages=3), does the kernel compute both products with tl.dot on fp16 inputs, and does "
-                      "nothing N x N reach memory?")
-else:
-    print(verdict)
+check_speed_against(theirs, ours, TARGET, verdict,
+                    f"attention at N = 4096, d = 64, fp16 for {TARGET}x the\nTFLOP/s of SDPA's FlashAttention backend",
+                    "Does attention use blocks of 128 queries and 64 keys (num_warps=4 for d = 64, num_stages=3), "
+                    "does the kernel compute both products with tl.dot on fp16 inputs, and does nothing N x N "
+                    "reach memory?", graded)
 del q, k, v
 
 

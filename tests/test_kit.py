@@ -359,3 +359,14 @@ def test_torch_compiled_runs_on_a_gpu_only_and_is_right_for_each_shape():
     for shape in [(4, 64), (8, 256)]:  # a second shape is compiled again, for that shape
         y = kit.rand(*shape)
         torch.testing.assert_close(function(y), torch.softmax(y, dim=-1))
+
+
+def test_a_compute_bound_test_grades_where_graded_and_advises_elsewhere(capsys):
+    """check_speed_against: 06 and 07 ask a fraction of the vendor library's speed on a GPU."""
+    verdict = "ours 2.000 ms, theirs 1.000 ms: 0.50x."
+    with pytest.raises(CheckFailed, match="0.50x. Are the tiles large"):
+        kit.check_speed_against(1.0, 2.0, 0.75, verdict, "0.75x", "Are the tiles large?", graded=True)
+    kit.check_speed_against(1.0, 1.2, 0.75, verdict, "0.75x", "Are the tiles large?", graded=True)
+    kit.check_speed_against(1.0, 20.0, 0.75, verdict, "0.75x of cuBLAS", "Are the tiles large?", graded=False)
+    printed = capsys.readouterr().out
+    assert printed.count(verdict) == 2 and "Advisory only" in printed and "0.75x of cuBLAS" in printed
