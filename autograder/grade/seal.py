@@ -86,11 +86,6 @@ def _install(key, mode):
             sealed[name] = _rebound(value, sealed, namespace)
     sealed["__builtins__"] = dict(vars(builtins))
     sealed["_GRADED_IN"] = mode  # the kit's performance checks compare their mode with the grader's
-    if isinstance(sealed.get("CheckFailed"), type):
-        # The sealed kit fails with a subclass of its own: the student's code, which holds only the
-        # kit's CheckFailed, cannot raise an error that passes for the course's (whose messages the
-        # feedback shows).
-        sealed["CheckFailed"] = type("CheckFailed", (sealed["CheckFailed"],), {})
     checks = _Checks(sealed)
     problems = checks()
 
@@ -128,9 +123,8 @@ def _runner(namespace, sealed, checks, receipt):
         problems = list(dict.fromkeys(problems))  # found before the test and again after it: once
         tests.clear()
         tests.update(sealed)  # nothing of the student's kept alive between tests
-        # Whether the sealed kit raised the error, told apart by its class: neither a class the student
-        # named CheckFailed nor the kit's own, raised by the student's code, is it. Feedback shows the
-        # messages of the course's errors only.
+        # Whether the course's own check raised the error, told apart by the class itself: a class the
+        # student named CheckFailed is not it. Feedback shows the message of the course's errors only.
         verdict = "tampered" if problems else "passed" if error is None else \
             "check failed" if isinstance(error, sealed["CheckFailed"]) else "failed"
         receipt(nonce, verdict, source_hash(source), problems)
