@@ -935,8 +935,8 @@ del q, k, v
 #   keys like the forward pass (causal: up to the diagonal): `dQ += dS K`; store `dQ * scale`.
 #
 # `attention_backward(q, k, v, o, lse, do, causal)` launches both and returns `(dq, dk, dv)`, and the
-# `torch.autograd.Function` below it (given) makes your kernels a layer that trains:
-# `FlashAttention.apply(q, k, v, causal)`. The cell after it compares the gradients with
+# `torch.autograd.Function` in the cell after it (given) makes your kernels a layer that trains:
+# `FlashAttention.apply(q, k, v, causal)`. The next cell compares the gradients with
 # `torch.autograd` through the three-step attention. Neither is graded.
 
 # %% nbgrader={"grade_id": "attention_backward", "solution": true}
@@ -1031,6 +1031,7 @@ def attention_backward(q, k, v, o, lse, do, causal=False, BLOCK_M=sized(64, 16),
     ### END SOLUTION
 
 
+# %%
 class FlashAttention(torch.autograd.Function):
     """attention as a layer: forward by attention (saving lse), backward by attention_backward."""
 

@@ -165,20 +165,6 @@ def attention_backward(q, k, v, o, lse, do, causal=False, BLOCK_M=32, BLOCK_N=32
         q, k, v, o, do, lse, dq, dk, dv, tokens, 1.0 / math.sqrt(head_dim), HEAD_DIM=head_dim, BLOCK_M=BLOCK_M,
         BLOCK_N=BLOCK_N, CAUSAL=causal)
     return dq.to(q.dtype), dk, dv
-
-
-class FlashAttention(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q, k, v, causal=False):
-        o, lse = attention(q, k, v, causal=causal)
-        ctx.save_for_backward(q, k, v, o, lse)
-        ctx.causal = causal
-        return o
-
-    @staticmethod
-    def backward(ctx, grad_o):
-        dq, dk, dv = attention_backward(*ctx.saved_tensors, grad_o, causal=ctx.causal)
-        return dq, dk, dv, None
 """,
             }},
     "bo": {"about": "the release, untouched", "answers": "release",
