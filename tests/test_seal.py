@@ -91,7 +91,7 @@ def test_copying_a_kernel_is_no_tampering(notebook):
     # Python caches __slotnames__ on a class when one of its objects is first copied or pickled;
     # torch.compile copies Triton kernels, and a GPU's 04 and 05 plot a compiled function.
     notebook.student("import copy\n\n@triton.jit\ndef twice(x_ptr):\n    pass\n\ncopy.copy(twice)")
-    error, receipt = notebook.test("check_output(rand(10).clone() * 0, torch.zeros(10))")
+    error, receipt = notebook.test("x = rand(10)\ncheck_output(x * 0, torch.zeros_like(x))")
     assert error is None and receipt["verdict"] == "passed", receipt["problems"]
 
 
