@@ -31,11 +31,11 @@ def accumulate_tile(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stri
     total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for step in range(tl.cdiv(K, BLOCK_K)):
         ks = step * BLOCK_K + tl.arange(0, BLOCK_K)
-        a_mask = (rows[:, None] < M) & (ks[None, :] < K)
-        b_mask = (ks[:, None] < K) & (cols[None, :] < N)
-        a = tl.load(a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak, mask=a_mask)
-        b = tl.load(b_ptr + ks[:, None] * stride_bk + cols[None, :] * stride_bn, mask=b_mask)
-        total += tl.dot(tl.where(a_mask, a, 0.0), tl.where(b_mask, b, 0.0))
+        a = tl.load(a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0)
+        total += tl.dot(a, b)
     return total
 
 
