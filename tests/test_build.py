@@ -4,10 +4,12 @@ import re
 import nbformat
 import pytest
 
+from autograder import build
 from autograder.build import check
 from autograder.build.cells import SETUP_PLACEHOLDER, is_setup
 from autograder.build.source import BADGE_ID, AddColabBadge, course_settings
 from autograder.build.sync import source_to_master
+from autograder.course import Course
 from conftest import autograder
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
@@ -157,3 +159,17 @@ def test_orphaned_generated_lesson_is_reported(scratch_course):
     (scratch_course.root / "release" / "99_gone").mkdir()
     result = autograder("build", "--check", cwd=scratch_course.root)
     assert result.returncode == 1 and "release/99_gone has no master" in result.stdout
+
+
+def test_executed_solutions_keep_their_plots(tmp_path, monkeypatch):
+    # A GPU machine's scripts often export MPLBACKEND=Agg; the executed solutions must still hold
+    # the plots students and instructors read.
+    course = Course(tmp_path)
+    path = course.notebook("solutions", "00_plot")
+    path.parent.mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")]), path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    build.execute_solutions(course, ["00_plot"])
+    outputs = nbformat.read(path, as_version=4).cells[0].outputs
+    assert any("image/png" in output.get("data", {}) for output in outputs), outputs

@@ -3,6 +3,7 @@
 `build` writes into the course; `check` builds into a scratch copy and names whatever differs.
 """
 import filecmp
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -96,8 +97,11 @@ def execute_solutions(course, lessons, timeout=900):
     for lesson in lessons:
         path = course.notebook("solutions", lesson)
         nb = nbformat.read(path, as_version=4)
+        # The kernel draws plots inline only when MPLBACKEND is unset: a machine that set it for its
+        # scripts (Agg) would otherwise publish solutions without a single plot.
+        env = {name: value for name, value in os.environ.items() if name != "MPLBACKEND"}
         NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+                       resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
         _write(path, nb)
 
 
