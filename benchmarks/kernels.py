@@ -3,9 +3,13 @@
 Loads each lesson's reference answers from source/<lesson>/ (the setup cell, the answer cells and
 the cells that only define things), times them with the kit's bench_ms (CUDA events, median) and
 writes a table and a plot into docs/benchmarks.md and docs/benchmarks.png. Needs a CUDA GPU.
+`--only LESSON ...` measures those lessons and prints their tables, leaving the docs as they are
+(the doc's tables and plot always come from one whole run).
 
     .venv/bin/python benchmarks/kernels.py
+    .venv/bin/python benchmarks/kernels.py --only 07_attention
 """
+import argparse
 import ast
 import functools
 import re
@@ -247,6 +251,10 @@ def plot(results, path):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), metavar="LESSON",
+                        help="measure these lessons only, print their tables and write nothing")
+    only = parser.parse_args().only
     kit = answers("02_vector_add")  # the setup cell: the kit, on the GPU it finds
     if not kit["ON_GPU"]:
         print("make bench needs a CUDA GPU: under Triton's interpreter timings say nothing about GPUs.")
@@ -257,7 +265,7 @@ def main():
     print(f"{device}; copy bandwidth {roof:.0f} GB/s")
     results = []
     for lesson, benchmarks in BENCHMARKS.items():
-        if not (ROOT / "source" / lesson).is_dir():
+        if not (ROOT / "source" / lesson).is_dir() or (only and lesson not in only):
             continue
         namespace = answers(lesson)
         for benchmark in benchmarks:
@@ -267,6 +275,8 @@ def main():
             unit, labels = (kind + ["GB/s", LABELS][len(kind):])[:2]
             results.append((title, rows, roof if unit == "GB/s" else None, unit, labels))
             print(table(*results[-1]), end="\n\n")
+    if only:
+        return 0
     DOC.parent.mkdir(exist_ok=True)
     plot(results, DOC.with_suffix(".png"))
     section = "\n\n".join([BEGIN, f"Measured on {device}; copy bandwidth (read + write, 2^28 fp32) "
