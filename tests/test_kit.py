@@ -1,4 +1,5 @@
 """The kit's checks on real kernels under Triton's interpreter: each mistake gets its message."""
+import math
 import os
 import subprocess
 import sys
@@ -155,6 +156,17 @@ def test_modified_inputs_are_caught():
     x += 1
     with pytest.raises(CheckFailed, match="modified in place"):
         check_output(x + y, x + y, inputs=[(x, before)])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_a_tolerance_never_asks_for_more_than_the_dtype_holds(dtype):
+    # A correct kernel that adds in another order than torch may round to the next representable
+    # value: a test's tight tolerance (05's column sums ask 1e-4) must not reject it.
+    want = torch.tensor([0.7143, -3.3, 1000.25, 1e-3]).to(dtype)
+    one_step = torch.nextafter(want, torch.full_like(want, math.inf))
+    check_output(one_step, want, atol=1e-6, rtol=1e-6)
+    with pytest.raises(CheckFailed, match="element 0 of 4"):
+        check_output(want * 1.03, want, atol=1e-6, rtol=1e-6)
 
 
 @pytest.mark.parametrize("out, message", [
