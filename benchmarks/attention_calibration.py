@@ -15,8 +15,8 @@ wrapper's defaults and see where `make bench` stands. Needs a CUDA GPU and a bui
 
     .venv/bin/python benchmarks/attention_calibration.py [--sweep]
 """
-import itertools
 import ast
+import itertools
 import runpy
 import sys
 

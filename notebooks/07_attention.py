@@ -923,14 +923,14 @@ del q, k, v
 # dQ = dS\, K \cdot \text{scale}, \qquad dK = dS^T Q \cdot \text{scale}.$$
 #
 # No `N x N` matrix is needed: `P` is rebuilt a block at a time, and `lse` is all the forward pass
-# must save. Two kernels do it, as Triton's tutorial *Fused Attention* does:
+# must save. `rebuilt_probabilities` rebuilds one block, `exp(Q K^T * scale - lse)`, zero where
+# masked, and two kernels use it, as Triton's tutorial *Fused Attention* does:
 #
 # - `attention_bwd_dkdv_kernel`: one program per (block of `BLOCK_N` keys, head). It keeps its
 #   blocks of `K` and `V` and the accumulators `dK`, `dV` on the chip, and loops over the blocks of
 #   queries that see its keys (in causal attention, from the block of its first key on): load `Q`,
-#   `dO`, `O` and `lse` of the block, rebuild `P = exp(Q K^T * scale - lse)` (zero where masked),
-#   `dV += P^T dO`, `dP = dO V^T`, `D = rowsum(dO * O)`, `dS = P * (dP - D)`, `dK += dS^T Q`; store
-#   `dK * scale` and `dV`.
+#   `dO`, `O` and `lse` of the block, rebuild `P`, `dV += P^T dO`, `dP = dO V^T`,
+#   `D = rowsum(dO * O)`, `dS = P * (dP - D)`, `dK += dS^T Q`; store `dK * scale` and `dV`.
 # - `attention_bwd_dq_kernel`: one program per (block of `BLOCK_M` queries, head), looping over the
 #   keys like the forward pass (causal: up to the diagonal): `dQ += dS K`; store `dQ * scale`.
 #
@@ -940,6 +940,18 @@ del q, k, v
 # `torch.autograd` through the three-step attention. Neither is graded.
 
 # %% nbgrader={"grade_id": "attention_backward", "solution": true}
+@triton.jit
+def rebuilt_probabilities(q, k, lse, offs_m, offs_n, N, scale, CAUSAL: tl.constexpr):
+    """The block P[offs_m, offs_n] = exp(q k^T * scale - lse) of the forward pass's softmax, rebuilt
+    from the saved log-sum-exp: zero past N and, when CAUSAL, above the diagonal."""
+    ### BEGIN SOLUTION
+    seen = (offs_m[:, None] < N) & (offs_n[None, :] < N)
+    if CAUSAL:
+        seen = seen & (offs_n[None, :] <= offs_m[:, None])
+    return tl.where(seen, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
+    ### END SOLUTION
+
+
 @triton.jit
 def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dk_ptr, dv_ptr, N, scale,
                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -967,10 +979,7 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dk_pt
         do = tl.load(do_ptr + query_rows, mask=offs_m[:, None] < N, other=0.0)
         o = tl.load(o_ptr + query_rows, mask=offs_m[:, None] < N, other=0.0)
         lse = tl.load(lse_ptr + head * N + offs_m, mask=offs_m < N, other=0.0)
-        seen = (offs_m[:, None] < N) & (offs_n[None, :] < N)
-        if CAUSAL:
-            seen = seen & (offs_n[None, :] <= offs_m[:, None])
-        p = tl.where(seen, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
+        p = rebuilt_probabilities(q, k, lse, offs_m, offs_n, N, scale, CAUSAL)
         dv = tl.dot(tl.trans(p.to(do.dtype)), do, dv)
         row_terms = tl.sum(do.to(tl.float32) * o.to(tl.float32), axis=1)  # D = rowsum(dO * O)
         ds = p * (tl.dot(do, tl.trans(v)) - row_terms[:, None])
@@ -1005,10 +1014,7 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dq_ptr,
         key_rows = head * N * HEAD_DIM + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
         k = tl.load(k_ptr + key_rows, mask=offs_n[:, None] < N, other=0.0)
         v = tl.load(v_ptr + key_rows, mask=offs_n[:, None] < N, other=0.0)
-        seen = (offs_m[:, None] < N) & (offs_n[None, :] < N)
-        if CAUSAL:
-            seen = seen & (offs_n[None, :] <= offs_m[:, None])
-        p = tl.where(seen, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
+        p = rebuilt_probabilities(q, k, lse, offs_m, offs_n, N, scale, CAUSAL)
         ds = p * (tl.dot(do, tl.trans(v)) - row_terms[:, None])
         dq = tl.dot(ds.to(k.dtype), k, dq)
     tl.store(dq_ptr + query_rows, (dq * scale).to(dq_ptr.dtype.element_ty), mask=offs_m[:, None] < N)
