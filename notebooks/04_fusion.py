@@ -750,22 +750,21 @@ print("torch.softmax             :", torch.softmax(row, dim=1).tolist())
 # of 1024 elements on 4 warps gives each thread 8 elements, held in its registers.
 #
 # One row per program is the simplest plan, and for wide rows (thousands of columns) it is the
-# right one. For narrow rows it loses speed, and not for the reason you might guess. A row of 256
-# fp32 elements is as much data as lesson 2's `BLOCK_SIZE = 256`, and lesson 2 measured that size
-# on the flat, full-speed part of its curve: moving 256 elements per program is enough. What
-# differs is what a softmax program does between its load and its store: two reductions over the
-# row, `tl.max` and then `tl.sum`. A reduction first combines each thread's own elements, then the
-# threads of each warp (which can swap registers directly), then the warps, which can only meet
-# in the chip's shared memory, behind a barrier where every warp waits for the slowest. While a
-# program does that it issues no loads, and a row of 1 KiB gives it little traffic to hide the
-# wait behind. Section 7 lets you check the diagnosis on your GPU: it also times a kernel that
-# copies one row per program, the same grid and block with no reductions. (For reference, on an
-# H200 at 262144 rows of 256: a one-row-per-program softmax reaches 3012 GB/s, `torch.softmax`
-# 4061.)
+# right one. For narrow rows it loses speed. Section 7 measures why: beside the one-row softmax it
+# times a kernel that only copies one row per program, with the same grid, block and warps. On an
+# H200 at 128 columns (2^24 elements) that copy was as slow as the softmax, 1599 against 1573 GB/s
+# (`torch.softmax`: 3591): the loss is the size of each program's work, not its arithmetic. A row
+# of 128 fp32 numbers is 512 bytes in and 512 out, a third of what lesson 2's block of 256 moves
+# (two inputs of 1 KiB and an output of 1 KiB), and every program pays a fixed cost to start, work
+# out its addresses and finish. At 256 columns the copy reached 3044 GB/s and the softmax 2776, 91%
+# of it: there the two reductions (`tl.max`, then `tl.sum`) cost the rest. A reduction combines
+# each thread's own elements, then the threads of a warp (which swap registers directly), then the
+# warps, which meet only in the chip's shared memory behind a barrier where every warp waits for
+# the slowest; meanwhile the program issues no loads.
 #
-# The fix: give each program **several rows**, a 2-D block of `ROWS` x `BLOCK_N` elements. One
-# round of reductions (one barrier) then serves `ROWS` rows, and each load moves `ROWS` times as
-# many bytes. Everything is written on that 2-D block, with lesson 3's 2-D masks and row strides:
+# The fix for both: give each program **several rows**, a 2-D block of `ROWS` x `BLOCK_N`
+# elements. Each load then moves `ROWS` times as many bytes, and one round of reductions (one
+# barrier) serves `ROWS` rows. Everything is written on that 2-D block, with lesson 3's 2-D masks and row strides:
 #
 # ```python
 # rows = pid * ROWS + tl.arange(0, ROWS)              # the rows of this program, shape (ROWS,)
@@ -1049,7 +1048,7 @@ print("softmax passed the hidden tests.")
 # ## 7. Measuring the softmax
 #
 # Softmax reads the matrix once and writes it once: `2 * n_rows * n_cols * element_size` bytes,
-# the same floor as any fused element-wise kernel. We measure GB/s for widths from 64 to 16384
+# the same floor as any fused element-wise kernel. We measure GB/s for widths from 128 to 16384
 # columns, keeping the matrix at 2^24 elements (2^12 under the interpreter), for:
 #
 # - `torch.softmax(x, dim=-1)`;
@@ -1131,16 +1130,17 @@ for i in (0, -1):
 #   program is the right plan, and your kernel should beat `torch.softmax` clearly (a library
 #   kernel must handle every shape; yours is compiled, by `BLOCK_N`, for this one).
 # - **Narrow rows.** One row per program falls behind. Compare it with the copy that has the same
-#   grid, block and warps: if the copy keeps up with memory and the one-row softmax does not, the
-#   time goes to the reductions between load and store, not to the size of the block (section 6).
-#   Packing a few rows into each program (4 rows of 256: 4 KiB) shares one round of reductions
-#   among them and should bring your `softmax` up to the speed of memory, like torch.
+#   grid, block and warps (your printed percentage): where the copy is just as slow, the program
+#   has too little work; where the copy keeps up and the softmax does not, the reductions cost the
+#   difference (section 6). Packing a few rows into each program (4 rows of 256: 4 KiB) fixes both
+#   and should bring your `softmax` up to the speed of memory, like torch.
 # - **`torch.compile`**, compiled for each width, generates its own Triton softmax (a "reduction"
 #   kernel specialised to that width, like yours): on wide rows it beats `torch.softmax`, and a
 #   hand-written kernel that keeps the row in registers can still be ahead of it.
 #
-# For reference, on an H200 (fp32, GB/s): at 16384 x 4096, one row per program 3988, `torch.softmax`
-# 2527, `torch.compile` 3279; at 262144 x 256, 3012, 4049 and 4095.
+# For reference, on an H200 (fp32, GB/s, this section's sizes): at 4096 x 4096, your `softmax` 3762,
+# `torch.softmax` 2328, `torch.compile` 2937; at 131072 x 128, 3686, 3591 and 3600, with one row per
+# program 1573 and its copy 1599.
 #
 # ## Exercise 7: as fast as `torch.softmax` (2 points)
 #
@@ -1148,7 +1148,8 @@ for i in (0, -1):
 # matrix, and expects yours to be at least **0.9 times as fast** as torch's (it should be faster).
 # Under the interpreter it prints the times and passes. (The target is relative to torch's kernel,
 # timed in the same test on the same GPU, so no other GPU's figure enters it: a T4 is held to its
-# own torch.)
+# own torch. Both kernels move the same bytes, one read and one write of the matrix, so a softmax
+# that runs at the speed of that GPU's memory meets it anywhere.)
 
 # %% nbgrader={"grade": true, "grade_id": "test_softmax_performance", "locked": true, "points": 2}
 n_rows, n_cols = sized((4096, 4096), (64, 256))
