@@ -54,8 +54,9 @@ print("In this notebook tl.dot gets inputs of", ", ".join(str(d).removeprefix("t
 #
 # `C[i, j]` is the dot product of row `i` of `A` with column `j` of `B`: `K` multiplications and
 # `K` additions. There are `M * N` such entries, so a product does `2 * M * N * K` operations
-# (FLOPs). An H200 does about 989 trillion fp16 FLOP/s on its tensor cores and moves about 4.2
-# trillion bytes per second: its **ridge point** (lesson 1) is at about 230 FLOPs per byte. A
+# (FLOPs). An H200 does about 989 trillion fp16 FLOP/s on its tensor cores and moves up to 4.8
+# trillion bytes per second (about 4.2 in a measured copy): its **ridge point** (lesson 1) is at
+# about 200 to 235 FLOPs per byte. A
 # kernel that does fewer operations per byte moved waits for memory; one that does more waits for
 # the tensor cores.
 #
@@ -383,7 +384,8 @@ if str(answer_k_tail).strip().lower() != "b":
 #    gets its accumulator from `accumulate_tile`, and stores it into `C` through `C`'s strides,
 #    masked, converted to `C`'s dtype (`acc.to(c_ptr.dtype.element_ty)`).
 #
-# `tl.dot` needs every block dimension to be at least 16; the tests use blocks of 16 and more.
+# `tl.dot` needs `BLOCK_K`, the dimension it sums over, to be at least 16 (older Triton versions
+# ask it of all three block dimensions); the tests use blocks of 16 and more.
 
 # %% nbgrader={"grade_id": "matmul_kernel", "solution": true}
 @triton.jit
@@ -554,7 +556,8 @@ print("matmul_kernel passed the hidden tests.")
 #
 # Now the function users call, `matmul(a, b)`, like `a @ b` for 2-D tensors of any layout:
 #
-# - check that the inner dimensions agree (`a.shape[1] == b.shape[0]`), with a clear message;
+# - check that the inner dimensions agree (`a.shape[1] == b.shape[0]`): `assert` it, or raise a
+#   `ValueError`, with a message that says what is wrong (the test expects one of those);
 # - allocate `C` with `torch.empty((M, N), dtype=a.dtype, device=a.device)` (contiguous, whatever
 #   the inputs' layout);
 # - launch `matmul_kernel` on a 1-D grid of `cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)` programs, passing
@@ -748,16 +751,21 @@ del a, b
 # operations at all?
 #
 # ### BEGIN SOLUTION
-# (Figures from an H200; a student's own numbers will differ.) Row-major order (GROUP_M = 1) was
-# clearly slower than GROUP_M = 8 on the 8192 x 8192 x 4096 product. Both do exactly the same
-# 2*M*N*K operations, tile by tile; only the order in which programs take their tiles changes, and
-# with it where their loads are served. About 132 programs run at once (one wave). In row-major order
-# a wave covers one or two rows of tiles and all 64 columns: it needs a couple of row panels of A but
-# every column panel of B (64 MB in fp16, more than the 50 MB L2 cache), so panels of B are evicted
-# before the next row of tiles comes back to them and are read from HBM again for every row of
-# tiles. In grouped order a wave covers 8 rows and about 17 columns: 8 panels of A and 17 of B (about
-# 25 MB), which stay in L2 while the programs of the wave, and of the next wave in the same group,
-# reuse them; most loads hit L2 instead of HBM, memory traffic drops, and the tensor cores wait less.
+# (Figures from an H200; a student's own numbers will differ, and an answer is graded on its
+# reasoning and on reporting its own numbers honestly.) On the 8192 x 8192 x 4096 product the two
+# orders measured close: grouped order ran at 1.04x row-major's speed in one run (593 against 572
+# TFLOP/s) and at 0.91x in another (561 against 615), so at this size on this GPU the difference
+# is within run-to-run noise. Both do exactly the same 2*M*N*K operations, tile by tile; only the
+# order in which programs take their tiles changes, and with it where their loads are served. About
+# 132 programs run at once (one wave). In row-major order a wave covers two or three rows of tiles
+# and all 64 columns: it needs a few row panels of A but every column panel of B (64 MB in fp16,
+# more than the 50 MB L2 cache), so panels of B can be evicted before the next row of tiles comes
+# back to them and read from HBM again. In grouped order a wave covers 8 rows and about 17 columns:
+# 8 panels of A and 17 of B (about 25 MB), which fit in L2 while the programs of the wave, and of
+# the next wave in the same group, reuse them. That the times barely differ says L2 served most of
+# the reused panels in row-major order too, at this size on an H200: with no reuse between
+# programs at all, a 128 x 128 x 64 tile's 64 FLOP per byte loaded would leave the kernel
+# memory-bound, far below the ridge of about 200.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -766,12 +774,13 @@ del a, b
 # The best tile sizes depend on the GPU, the dtype and the shape: bigger tiles reuse more, but need
 # more registers and shared memory and leave fewer programs to spread over the multiprocessors. Two
 # more knobs matter on a GPU: `num_warps`, the warps that share a program's work, and `num_stages`,
-# how many blocks of `A` and `B` the compiler loads ahead of the `tl.dot` that needs them
-# (*software pipelining*: the loads of step `k + 1` overlap the product of step `k`).
+# how many buffers for blocks of `A` and `B` the compiler keeps in shared memory, so that it loads
+# up to `num_stages - 1` steps ahead of the `tl.dot` that needs them (*software pipelining*: the
+# loads of later steps overlap the product of this one).
 #
-# Nobody guesses these. **`triton.autotune`** takes a list of `triton.Config`s, runs the kernel
-# once with each the first time it sees a new value of the `key` arguments, keeps the fastest, and
-# uses it from then on. It wraps a kernel you already have:
+# Nobody guesses these. **`triton.autotune`** takes a list of `triton.Config`s, times the kernel
+# with each (many runs, as `do_bench` does) the first time it sees a new value of the `key`
+# arguments, keeps the fastest, and uses it from then on. It wraps a kernel you already have:
 #
 # ```python
 # matmul_kernel_tuned = triton.autotune(configs=[...], key=["M", "N", "K"])(matmul_kernel)
@@ -986,8 +995,11 @@ del x, weight, bias
 # That is within about a tenth of cuBLAS in about forty lines of Python. The rest is the schedule,
 # not the instructions: on Hopper `tl.dot` already compiles to the same warp-group tensor-core
 # instructions cuBLAS uses, but cuBLAS runs persistent, warp-specialised kernels fed by the tensor
-# memory accelerator. Small products are a different story: with few tiles, most multiprocessors
-# sit idle, and cuBLAS has special kernels for that (splitting `K` among programs, for instance).
+# memory accelerator. Small products are a different story. Their kernels run for microseconds,
+# and the launch costs about as much: the autotuner's Python wrapper and Triton's launcher take tens
+# of microseconds of CPU per call, which is why `matmul_tuned` can trail even `matmul` below 2048.
+# And with few tiles most multiprocessors sit idle; cuBLAS has special kernels for that (splitting
+# `K` among programs, for instance).
 
 # %%
 def plot_tflops(sizes, series, title):
@@ -1026,8 +1038,8 @@ plot_tflops(sides, speeds, f"C = A @ B, square, {str(dtype).removeprefix('torch.
 # No new code: on a GPU this test times your `matmul_tuned` and `torch.matmul` on a 4096 x 4096 x
 # 4096 fp16 product, one after the other in the same notebook, and expects yours to reach at least
 # **0.75 times cuBLAS's TFLOP/s**. A tiled kernel with grouped order and a few good configurations
-# clears it with room to spare; small tiles (16 x 16), a kernel without `tl.dot`, or extra copies
-# of the inputs fall well short. The first call tunes, inside the timed section. Under the
+# clears it with room to spare; small tiles (16 x 16) or a kernel without `tl.dot` fall well short
+# (copies of the inputs before the product cost about a sixth at this size). The first call tunes, inside the timed section. Under the
 # interpreter, and on GPUs where `tl.dot` cannot take fp16 (compute capability below 8.0), the test
 # prints the numbers and passes.
 
