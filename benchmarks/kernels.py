@@ -138,9 +138,8 @@ def layer_norm_fwd(kit, lesson):
 def layer_norm_bwd(kit, lesson):
     """The backward alone. torch's and torch.compile's through autograd; the lesson's as its
     layer_norm_backward (its three launches, given dy and the saved mean and rstd), not through its
-    Python autograd.Function: on the H200 host that path took 0.23 to 0.39 ms of CPU per call to
-    issue, longer than the kernels' 0.15 to 0.30 ms of GPU time, so it timed the host, not the
-    kernels. torch's backward is one C++ call (0.11 ms to issue), below its GPU time."""
+    Python autograd.Function, which can take longer to issue than its kernels run and would then
+    time the host (figures in docs/benchmarks.md)."""
     torch = kit["torch"]
     F = torch.nn.functional
     rows = []
