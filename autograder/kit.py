@@ -202,11 +202,26 @@ def guarded_allocations():
             setattr(torch, name, original)
 
 
+def _package(frame):
+    """The top-level package whose code the frame runs ("torch", "triton", "__main__" for a notebook)."""
+    return frame.f_globals.get("__name__", "").partition(".")[0]
+
+
 def _in_library(frame):
     """Whether Triton or torch itself is allocating: an autotuner benchmarking its configurations (a
     256 MB buffer each, to flush the cache) is not the answer making its output. A guarded tensor is
     kept, with a copy, until its check, so guarding those would hold gigabytes for nothing."""
-    return frame.f_globals.get("__name__", "").partition(".")[0] in ("triton", "torch")
+    return _package(frame) in ("triton", "torch")
+
+
+def _issued_by_triton(frame):
+    """Whether the torch call being dispatched (its caller's frame given) comes from Triton's own code,
+    torch's Python layers (F.layer_norm, Tensor.__rsub__, ...) looked through. Inside a launch,
+    Triton calls back into the notebook's code: a heuristic, an autotune hook or pruner, a grid
+    function, a tensor's data_ptr. Those are the student's code, watched like any other."""
+    while frame is not None and _package(frame) == "torch":
+        frame = frame.f_back
+    return frame is not None and _package(frame) == "triton"
 
 
 def _element_bits(tensor):
@@ -409,6 +424,8 @@ _TORCH_VIEWS = {"_unsafe_view", "set_", "detach", "alias", "lift_fresh"}  # and 
 _TORCH_COPIES = {"clone", "copy_", "_to_copy", "lift_fresh_copy", "_copy_from", "_copy_from_and_resize"}
 # Where values leave torch for NumPy or Python, past the dispatcher (item() and float() reach it).
 _TORCH_EXITS = {"numpy", "tolist", "__array__", "__dlpack__", "untyped_storage", "storage"}
+# What Triton itself does with torch inside a launch; any other op there is a callback's (see count_launches).
+_TRITON_MACHINERY = _TORCH_ALLOCATIONS | _TORCH_COPIES | {"untyped_storage", "storage"}
 
 
 class Launches(list):
@@ -420,7 +437,8 @@ class Launches(list):
         self.storages = set()
         self.torch_ops = []  # ops that compute ("aten.add"), or values taken out of torch ("Tensor.numpy")
         self.copied_into = {}  # storage -> the copy that wrote it
-        self.inside = 0  # > 0 while a kernel runs (the interpreter uses torch) or the books are kept
+        self.inside = 0  # > 0 while a kernel's launch runs
+        self.books = 0  # > 0 while these books are kept (which uses torch too)
 
 
 def _storage(tensor):
@@ -455,19 +473,29 @@ def count_launches():
                 while not hasattr(kernel, "__name__") and hasattr(kernel, "fn"):  # autotuner, heuristics
                     kernel = kernel.fn
                 launches.append(getattr(kernel, "__name__", "kernel"))
-            launches.inside += 1
+            launches.books += 1
             try:
                 launches.storages.update(_storage(a) for a in (*args, *kwargs.values())
                                          if isinstance(a, torch.Tensor))
+            finally:
+                launches.books -= 1
+            launches.inside += 1
+            try:
                 return original(self, *args, **kwargs)
             finally:
                 launches.inside -= 1
         return run
 
+    def launch_machinery(name):
+        """Whether a torch call inside a launch is Triton's own: making, filling, copying and viewing
+        memory (the interpreter's copies of the arguments, an autotuner's cache flush, restore_value
+        and reset_to_zero) from Triton's code. What the student's callbacks do is theirs."""
+        return launches.inside and name in _TRITON_MACHINERY and _issued_by_triton(sys._getframe(2))
+
     class WatchExits(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             name = getattr(func, "__name__", "")
-            if not launches.inside and name in _TORCH_EXITS:
+            if not launches.books and name in _TORCH_EXITS and not launch_machinery(name):
                 launches.torch_ops.append(f"Tensor.{name}")
             return func(*args, **(kwargs or {}))
 
@@ -481,10 +509,10 @@ def count_launches():
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             result = func(*args, **(kwargs or {}))
             name = func.overloadpacket.__name__
-            if launches.inside or func.is_view or name in _TORCH_VIEWS or (
-                    name in _TORCH_ALLOCATIONS and name.endswith("_")):  # a fill in place
+            if launches.books or func.is_view or name in _TORCH_VIEWS or (
+                    name in _TORCH_ALLOCATIONS and name.endswith("_")) or launch_machinery(name):
                 return result
-            launches.inside += 1
+            launches.books += 1
             try:
                 if name in _TORCH_ALLOCATIONS:  # new memory, maybe where a freed copy lay
                     launches.copied_into.pop(_storage(result), None)
@@ -494,7 +522,7 @@ def count_launches():
                     launches.torch_ops.append("Tensor.item" if name == "_local_scalar_dense"
                                               else f"aten.{name}")
             finally:
-                launches.inside -= 1
+                launches.books -= 1
             return result
 
     for cls, original in originals.items():

@@ -279,6 +279,66 @@ def test_an_autotuned_kernel_is_one_launch_named_after_its_function():
     check_output(out, x + y, name="add")
 
 
+@triton.jit
+def copies_nothing(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr = 128, CHOSEN: tl.constexpr = 0):
+    pass
+
+
+def _torch_add(args):
+    """The answer, computed by torch into the output the kernel was given."""
+    return torch.add(args["x_ptr"], args["y_ptr"], out=args["out_ptr"])
+
+
+def _two_configs(**kwargs):
+    return triton.autotune([triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"], **kwargs)
+
+
+# The student's Python that Triton's launcher calls: each is watched like the rest of the answer.
+@pytest.mark.parametrize("callback", [
+    "heuristic", "pre_hook", "early_config_prune", "perf_model", "grid",
+    pytest.param("post_hook", marks=pytest.mark.skipif(not kit.ON_GPU, reason="an autotuner calls its post_hook "
+                                                       "only while it times its configurations: on a GPU")),
+])
+def test_torch_in_a_callback_handed_to_the_launcher_is_caught(callback):
+    x, y = rand(100), rand(100)
+    kernel, grid = copies_nothing, (1,)
+    if callback == "heuristic":
+        kernel = triton.heuristics({"CHOSEN": lambda args: int(_torch_add(args).numel() < 0)})(copies_nothing)
+    elif callback == "pre_hook":
+        kernel = triton.autotune([triton.Config({"BLOCK": 64}, pre_hook=_torch_add)], key=["n"])(copies_nothing)
+    elif callback == "post_hook":
+        kernel = _two_configs(post_hook=lambda args, exception: _torch_add(args))(copies_nothing)
+    elif callback == "early_config_prune":
+        kernel = _two_configs(prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: (
+            _torch_add(nargs), configs[:1])[1]})(copies_nothing)
+    elif callback == "perf_model":
+        kernel = _two_configs(prune_configs_by={"perf_model": lambda **kw: float(_torch_add(kw)[0]),
+                                                "top_k": 0.5})(copies_nothing)
+    else:
+        def grid(meta):
+            _torch_add({"x_ptr": x, "y_ptr": y, "out_ptr": out})
+            return (1,)
+    with count_launches() as launches:
+        out = torch.empty_like(x)
+        kernel[grid](x, y, out, 100)
+    check_output(out, x + y, name="add")  # the kernel did nothing: torch, called back, did it all
+    with pytest.raises(CheckFailed, match=r"add computed with torch \(.*aten\.add.*\) besides launching"):
+        expect_launched(launches, "add", out)
+
+
+def test_what_triton_does_in_a_launch_is_not_the_answers():
+    """An autotuner's restore_value and reset_to_zero, and the interpreter's copies of the arguments,
+    are Triton's own work inside the launch."""
+    x, y = rand(1000), rand(1000)
+    kernel = triton.autotune([triton.Config({"BLOCK": 128})], key=["n"], restore_value=["out_ptr"],
+                             reset_to_zero=["out_ptr"])(masked_add)
+    with count_launches() as launches:
+        out = torch.empty_like(x)
+        kernel[lambda meta: (triton.cdiv(1000, meta["BLOCK"]),)](x, y, out, 1000)
+    expect_launched(launches, "add", out)
+    check_output(out, x + y, name="add")
+
+
 def test_an_output_that_torch_copied_values_into_is_caught():
     x = rand(30, 10).t()
     with count_launches() as launches:
