@@ -57,6 +57,33 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         "fails": ["test_add_performance"],
         "reason": "add in a timed run",
     },
+    "check_failed_of_the_kit_composed": {
+        "about": "add finds the hidden test that calls it and raises the kit's own CheckFailed (the real class, "
+                 "not a lookalike) with a hidden line in base64 as its message: a message the student's code "
+                 "composed is the student's output, whatever class carries it, and feedback does not show it",
+        "answers": "release",
+        "edits": {"copy_kernel": [["    # YOUR CODE HERE\n    raise NotImplementedError()", '''    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    values = tl.load(src_ptr + offsets, mask=mask)
+    tl.store(dst_ptr + offsets, values, mask=mask)''']]},
+        "replace": {"add": '''import base64
+import linecache
+import sys
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    frame = sys._getframe(1)
+    while frame is not None:
+        lines = [line.strip() for line in linecache.getlines(frame.f_code.co_filename)]
+        hidden = [line for line in lines if len(line) > 20 and not line.startswith("#")]
+        if any("BEGIN HIDDEN" in line for line in lines) and hidden:
+            raise CheckFailed(base64.b64encode(hidden[-1].encode()).decode())
+        frame = frame.f_back
+    raise NotImplementedError()'''},
+        "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
+        "flags": ["_getframe"],
+    },
     "correct": {"about": "a correct submission", "answers": "solution", "fails": []},
     "corrupt": {
         "about": "a file that is not a notebook", "answers": "release", "file": "corrupt: {not json",
@@ -256,6 +283,49 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "reason": "computed with torch (Tensor.__array__)",
         "on_gpu": {"reason": "numpy"},  # NumPy cannot read GPU memory: the answer fails by itself there
+    },
+    "fallback_in_a_grid_function": {
+        "about": "add's kernel does nothing; the grid function that Triton's launcher calls adds x and y "
+                 "into the output with torch: a callback is the student's code, watched like the rest",
+        "answers": "solution",
+        "replace": {"add": '''@triton.jit
+def launched_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pass
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+
+    def grid(meta):
+        torch.add(x, y, out=out)
+        return (triton.cdiv(x.numel(), meta["BLOCK_SIZE"]),)
+
+    launched_kernel[grid](x, y, out, x.numel(), BLOCK_SIZE=1024)
+    return out'''},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "reason": "computed with torch (aten.add)",
+    },
+    "fallback_in_a_heuristic": {
+        "about": "add's kernel does nothing; a triton.heuristics function, which the launcher calls with the "
+                 "kernel's arguments, computes the sum into the output with torch",
+        "answers": "solution",
+        "replace": {"add": '''def _block(args):
+    torch.add(args["x_ptr"], args["y_ptr"], out=args["out_ptr"])
+    return 1024
+
+
+@triton.heuristics({"BLOCK_SIZE": _block})
+@triton.jit
+def launched_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pass
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    launched_kernel[(1,)](x, y, out, x.numel())
+    return out'''},
+        "fails": ["test_add", "test_add_hidden", "test_add_performance"],
+        "reason": "computed with torch (aten.add)",
     },
     "fallback_with_dummy_launch": {
         "about": "add launches a do-nothing kernel, so that a launch is counted, and returns x + y",
@@ -630,6 +700,17 @@ __main__.__dict__["check_output"] = check_output''']]},
 globals()["check_output"] = lambda *args, **kwargs: None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
         "flags": ["globals()"],
+    },
+    "interpreter_left_on": {
+        "about": "a correct submission from a laptop: its first cell sets TRITON_INTERPRET=1, another uses "
+                 "setdefault, a third %env (honest habits). On a GPU grader the kernels still run on the GPU "
+                 "(the seal pins Triton's mode), full marks, and the report says the setting was ignored",
+        "answers": "solution",
+        "add_cells": [["cell-0", 'import os\n\nos.environ["TRITON_INTERPRET"] = "1"'],
+                      ["add_kernel", 'os.environ.setdefault("TRITON_INTERPRET", "1")'],
+                      ["add", "%env TRITON_INTERPRET=1"]],
+        "fails": [],
+        "on_gpu": {"reason": "the setting was ignored"},
     },
     "kill_grader": {
         "about": "kills its parent (the process that runs the notebook and reports each cell) from the add cell",
