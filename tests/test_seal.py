@@ -20,6 +20,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from autograder import kit  # first: without a GPU it sets TRITON_INTERPRET, which Triton reads on import
 from autograder.grade import seal
 
+import triton  # noqa: E402 (after the kit: see above)
+
 KIT = Path(kit.__file__).read_text()
 # A test cell in the style of the lessons': a wrong answer must fail it.
 WRONG_ANSWER_TEST = """x = rand(100)
@@ -117,14 +119,80 @@ def test_an_error_named_like_the_courses_check_is_told_apart(notebook):
     assert type(error).__name__ == "CheckFailed" and receipt["verdict"] == "failed", (error, receipt)
 
 
+CHECK_DOUBLED = "def check_doubled(x):\n    raise CheckFailed('doubled: element 3 is wrong')"
+
+
 def test_a_course_helper_defined_after_the_setup_fails_as_the_course(notebook):
-    """Lessons define checks of their own in locked cells after the setup cell (06's check_product):
-    their CheckFailed is the course's, and feedback shows its message. (So is the kit's class raised
-    by the student's code: the receipt cannot tell the two apart, a bounded channel the README
-    states.)"""
-    notebook.student("def check_doubled(x):\n    raise CheckFailed('doubled: element 3 is wrong')")
+    """Lessons define checks of their own in read-only cells after the setup cell (06's check_product):
+    run through the seal, their CheckFailed is the course's, and feedback shows its message."""
+    assert notebook.test(CHECK_DOUBLED)[0] is None  # the read-only cell, as execute.py sends it
     error, receipt = notebook.test("check_doubled(rand(4))")
     assert "element 3 is wrong" in str(error) and receipt["verdict"] == "check failed", (error, receipt)
+
+
+def test_a_check_failed_the_notebook_raised_is_the_students_output(notebook):
+    """The kit's own CheckFailed, raised by the student's code with a message it composed (or handed to
+    a course helper to fail with), is no verdict of the course's: the test just failed, and feedback
+    shows no message (a hidden test's line, encoded, would go out in it)."""
+    notebook.student(CHECK_DOUBLED)  # the same helper, in the student's own cell
+    error, receipt = notebook.test("check_doubled(rand(4))")
+    assert isinstance(error, notebook.shell.user_ns["CheckFailed"]) and receipt["verdict"] == "failed", (error, receipt)
+    notebook.test("def check_named(x, name):\n    check_output(x * 2, x, name=name)")
+    notebook.student("def answer(x):\n    check_named(x, name='aGlkZGVu')  # base64 of a hidden line")
+    error, receipt = notebook.test("answer(rand(4))")
+    assert "aGlkZGVu" in str(error) and receipt["verdict"] == "failed", (error, receipt)
+    error, receipt = notebook.test("check_named(rand(4), 'doubled')")  # the course calling it: its verdict
+    assert receipt["verdict"] == "check failed", (error, receipt)
+
+
+@pytest.mark.parametrize("redefinition", [
+    "def check_doubled(x):\n    pass",  # a plain def, as an answer cell would hold it
+    "exec('def check_doubled(x):\\n    pass', globals())",
+    "import __main__\n__main__.check_doubled = lambda x: None",
+])
+def test_a_course_helper_the_notebook_redefines_still_checks(notebook, redefinition):
+    """The tests reach the course's helpers through what the course's cell bound, never by the name in
+    the student's namespace: a student's definition of the same name replaces the student's copy only."""
+    notebook.test(CHECK_DOUBLED)
+    notebook.student(redefinition)
+    error, receipt = notebook.test("check_doubled(rand(4))")
+    assert "element 3 is wrong" in str(error) and receipt["verdict"] == "check failed", (error, receipt)
+
+
+def test_the_courses_code_finds_the_answers_and_pythons_builtins(notebook):
+    """A course helper calls the student's answer by name (06's record_tiles_kernel calls
+    tile_of_program); a student's name that shadows a builtin never reaches the course's code."""
+    notebook.test("def check_answer():\n    check_output(answer(rand(4)), rand(4) * 0, name='answer')")
+    notebook.student("def answer(x):\n    return x * 0\n\nlen = lambda x: 0")
+    assert notebook.test("check_answer()\nassert len([1]) == 1")[0] is None
+    notebook.student("def answer(x):\n    return x")  # a later, wrong answer: the course's code sees it
+    error, receipt = notebook.test("check_answer()")
+    assert "answer: element" in str(error) and receipt["verdict"] == "check failed", (error, receipt)
+
+
+def test_a_course_helper_changed_through_its_globals_is_tampering(notebook):
+    notebook.test(CHECK_DOUBLED)
+    notebook.student("check_doubled.__globals__['check_doubled'] = lambda x: None")
+    error, receipt = notebook.test("check_doubled(rand(4))")
+    assert receipt["verdict"] == "tampered" and "course's check_doubled was changed" in str(error), error
+
+
+def test_on_a_gpu_grader_triton_stays_on_the_gpu_whatever_the_notebook_sets(monkeypatch):
+    """The seal pins Triton's mode on a GPU grader: a notebook that sets TRITON_INTERPRET afterwards
+    (a laptop's habit) still gets kernels compiled for the GPU."""
+    from triton.runtime.jit import JITFunction
+
+    def kernel(x_ptr):
+        pass
+
+    seal._pin_to_the_gpu()
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # what the notebook does after the setup cell
+    try:
+        assert type(triton.jit(kernel)) is JITFunction
+    finally:
+        del triton.knobs.runtime.interpret
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # the knob wrote "0" there
+    assert type(triton.jit(kernel)) is not JITFunction, "without the pin the environment decides"
 
 
 @pytest.mark.parametrize("replacement, named", [

@@ -8,7 +8,8 @@ non-dumpable, so code in the notebook can neither read nor forge the report. A c
 the kernel, or runs past its time, ends the run with that cell named.
 
 The setup cell runs first, then the seal (seal.py) is installed, then the other cells in order:
-each test cell runs through the seal, and its report carries "integrity" when the test did not
+each of the course's cells (tests, and the read-only cells of a lesson's helpers) runs through the
+seal, and its report carries "integrity" when the cell did not
 run as sent (no valid receipt) or found what it relies on replaced, and "course_error": whether the
 error it ended with, if any, was raised by the course's sealed checks. The install's report is
 {"seal": problems, "mode": the kit's MODE}.
@@ -73,8 +74,12 @@ def _death_detail(client):
     return f"the kernel exited with code {code} (sys.exit or os._exit?)"
 
 
-def _is_test(cell):
-    return cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade", False)
+def _is_sealed(cell):
+    """A course's cell after the setup: a test, or a read-only cell (a lesson's own helpers and
+    references), both restored by nbgrader for grading. These run through the seal."""
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and grade_id(cell) != "setup" and not meta.get("solution") and (
+        meta.get("grade", False) or meta.get("locked", False))
 
 
 def _order(nb):
@@ -159,7 +164,7 @@ def execute(path, report, cell_timeout, output_limit, mode):
             cell = nb.cells[index]
             started = time.monotonic()
             source, nonce, name = cell.source, secrets.token_hex(8), grade_id(cell) or f"cell {index + 1}"
-            if _is_test(cell):  # sent through the seal, which signs what it ran
+            if _is_sealed(cell):  # sent through the seal, which signs what it ran
                 cell.source = f"__import__({SEAL!r}, fromlist=['run']).run({nonce!r}, {source!r}, {name!r})"
             try:
                 client.execute_cell(cell, index)
@@ -175,7 +180,7 @@ def execute(path, report, cell_timeout, output_limit, mode):
                 cell.source = source
             message = {"index": index, "outputs": cell.outputs, "execution_count": cell.execution_count,
                        "status": replies.get(index), "seconds": round(time.monotonic() - started, 2)}
-            if _is_test(cell):
+            if _is_sealed(cell):
                 receipt = _receipts(cell, key, nonce, source)
                 message["integrity"] = _integrity(receipt)
                 message["course_error"] = receipt is not None and receipt["verdict"] in ("check failed", "tampered")

@@ -10,16 +10,25 @@ methods. So, when grading:
   kit the setup cell defined into a dict of its own (functions rebound to that dict, containers
   copied: the sealed kit) and takes a snapshot of what the tests rely on (the functions of torch,
   NumPy, math, time, builtins and Triton's launcher; torch.Tensor's methods; the kit's classes);
-- execute.py sends each test cell as `run(nonce, source, name)`. The test runs in a globals dict of
-  its own: the student's names, overlaid with the sealed kit. What the test defines is copied back
-  to the student's namespace afterwards, as if the cell had run there;
+- execute.py sends each of the course's cells after the setup (test cells, and the read-only cells
+  where a lesson defines its own helpers and references: 06's check_product, 05's layer_norm_torch)
+  as `run(nonce, source, name)`. It runs in the course's scope: the names the course bound (the
+  sealed kit, then what its cells bound), over the student's names (their answers), never over a
+  builtin. What the cell binds is the course's from then on: a later cell of the student's that
+  defines a name of the same name changes the student's namespace, where the cell's bindings are
+  copied too, and never what the course's code finds;
 - before and after the test, the snapshot is compared with what is there now, torch's function and
   dispatch modes and Python's trace hooks are checked, and torch's comparisons are asked a question
   whose answer is known. Anything replaced fails the test, with a message naming it;
 - the test ends with a receipt (a display output that execute.py removes): its verdict, the hash of
   the source that ran, and a signature with a key that only this seal and execute.py hold. A test
   that did not run through the genuine seal (an input transformer rewrote it, `run` was replaced)
-  has no valid receipt, and execute.py fails it and flags the notebook.
+  has no valid receipt, and execute.py fails it and flags the notebook. The verdict "check failed"
+  (whose message feedback shows) is given only to a CheckFailed that the course's code raised with
+  no code of the notebook's on the way: a message the student's code composed, or handed to the
+  course's helpers to fail with, is the student's output, and its test just "failed";
+- on a GPU grader, Triton's mode is pinned to the GPU: a notebook that sets TRITON_INTERPRET (a
+  laptop's habit) still runs its kernels on the GPU it is graded on.
 
 Code in the notebook's process can still reach all of this (gc, frames, ctypes): it cannot do it by
 rebinding a name, and what it replaces is found and flagged, so a person looks at it.
@@ -86,21 +95,44 @@ def _install(key, mode):
             sealed[name] = _rebound(value, sealed, namespace)
     sealed["__builtins__"] = dict(vars(builtins))
     sealed["_GRADED_IN"] = mode  # the kit's performance checks compare their mode with the grader's
-    checks = _Checks(sealed)
+    course = dict(sealed)  # what the course bound: the kit, then what its cells bind
+    scope = {}  # the globals of the course's cells: course over the notebook's names (see _refresh)
+    checks = _Checks(sealed, course, scope)
     problems = checks()
+    if mode == "cuda" and sealed.get("MODE") == "cuda":
+        _pin_to_the_gpu()
 
     def receipt(nonce, verdict, digest, found):
         publish_display_data({RECEIPT: {"nonce": nonce, "verdict": verdict, "source": digest,
                                         "problems": found, "mac": signed(key, nonce, verdict, digest, found)}})
 
     receipt("install", sealed.get("MODE", "unknown"), "", problems)
-    sys.modules[__name__].run = _runner(namespace, sealed, checks, receipt)
+    sys.modules[__name__].run = _runner(namespace, sealed, course, scope, checks, receipt)
 
 
-def _runner(namespace, sealed, checks, receipt):
+def _pin_to_the_gpu():
+    """Triton decides at each @triton.jit whether the kernel is interpreted, from TRITON_INTERPRET;
+    its knob, once set, outranks the environment. A Triton without knobs reads the environment only."""
+    import triton
+    with contextlib.suppress(AttributeError):
+        triton.knobs.runtime.interpret = False
+
+
+def _refresh(scope, course, namespace):
+    """The course's scope as the notebook stands now: the student's names (answers the course's code
+    calls), then the course's over them. A student's name that is a builtin's is left out: the
+    course's code always finds Python's own print, len or isinstance."""
+    for name in [name for name in scope if name not in course and name not in namespace]:
+        del scope[name]
+    scope.update((name, value) for name, value in namespace.items()
+                 if name not in course and name not in BUILTIN_NAMES)
+    scope.update(course)
+
+
+def _runner(namespace, sealed, course, scope, checks, receipt):
     started = set()
-    tests = {}  # the globals of test cells: functions a test defines keep it as theirs
-    api = [name for name, value in sealed.items() if isinstance(value, (FunctionType, type, ModuleType))]
+    kit_names = {name for name, value in sealed.items() if isinstance(value, (FunctionType, type, ModuleType))}
+    own = (scope, sealed)  # the globals of the course's code
 
     def run(nonce, source, name):
         __tracebackhide__ = True  # IPython leaves this frame out of tracebacks
@@ -108,25 +140,21 @@ def _runner(namespace, sealed, checks, receipt):
         if nonce in started:
             problems.append("the test was started a second time")
         started.add(nonce)
-        tests.clear()
-        tests.update(namespace)
-        tests.update(sealed)
-        before = dict(tests)
+        _refresh(scope, course, namespace)
+        before = dict(scope)
         error = None
         try:
-            _execute(source, name, tests)
+            _execute(source, name, scope)
         except BaseException as raised:  # a failed check, the student's own error, KeyboardInterrupt
             error = raised
-        _copy_back(tests, before, namespace, sealed)
-        problems += checks() + [f"{name} was rebound in the test's namespace" for name in api
-                                if tests.get(name) is not sealed[name]]
+        problems += [f"{name} was rebound in the test's namespace" for name in kit_names
+                     if scope.get(name) is not sealed[name]]
+        _keep_bindings(scope, before, course, namespace, sealed, kit_names)
+        problems += checks()
         problems = list(dict.fromkeys(problems))  # found before the test and again after it: once
-        tests.clear()
-        tests.update(sealed)  # nothing of the student's kept alive between tests
-        # Whether the course's own check raised the error, told apart by the class itself: a class the
-        # student named CheckFailed is not it. Feedback shows the message of the course's errors only.
+        _refresh(scope, course, namespace)
         verdict = "tampered" if problems else "passed" if error is None else \
-            "check failed" if isinstance(error, sealed["CheckFailed"]) else "failed"
+            "check failed" if _raised_by_the_course(error, sealed["CheckFailed"], own) else "failed"
         receipt(nonce, verdict, source_hash(source), problems)
         if problems:
             raise sealed["CheckFailed"](
@@ -135,6 +163,32 @@ def _runner(namespace, sealed, checks, receipt):
         if error is not None:
             raise error
     return run
+
+
+def _raised_by_the_course(error, check_failed, own):
+    """Whether the course's own code failed the test: a CheckFailed (the course's class: a class the
+    student named CheckFailed is not it) raised by code whose globals are the course's, called by
+    the course's code, with no code of the notebook's between the test and the raise (an answer that
+    raises it, or hands a message of its own to a course helper, is not the course failing)."""
+    if not isinstance(error, check_failed):
+        return False
+    frames, tb = [], error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    test = next((i for i, frame in enumerate(frames) if frame.f_code.co_filename.startswith("<test ")), None)
+    return test is not None and all(_is_course_or_library(frame, own) for frame in frames[test:])
+
+
+def _is_course_or_library(frame, own):
+    """The course's code (its globals are the course's scope or the sealed kit), or an installed
+    module's (the library a check calls through: contextlib, triton.testing). A notebook's code runs in
+    the notebook's namespace, or in a dict it made: neither is a module's."""
+    globals_ = frame.f_globals
+    if any(globals_ is mine for mine in own):
+        return True
+    module = sys.modules.get(globals_.get("__name__", ""))
+    return module is not None and module.__name__ != "__main__" and vars(module) is globals_
 
 
 def _execute(source, name, into):
@@ -148,15 +202,20 @@ def _execute(source, name, into):
         exec(compile(Interactive([last]), filename, "single"), into)
 
 
-def _copy_back(tests, before, namespace, sealed):
-    """What the test bound or deleted, into the student's namespace; never a sealed object."""
+def _keep_bindings(scope, before, course, namespace, sealed, kit_names):
+    """What the cell bound or deleted: the course's from now on (the kit's own names excepted: a
+    cell that rebinds one has already failed), and the student's namespace's too, as if the cell had
+    run there; never a sealed object of the kit's. Containers go into the course's scope as copies,
+    so that the student's namespace holds objects of its own."""
     missing = object()
-    for name, value in tests.items():
-        if sealed.get(name, missing) is value:
+    for name, value in scope.items():
+        if before.get(name, missing) is value or name in kit_names:
             continue
-        if before.get(name, missing) is not value:
+        if sealed.get(name, missing) is not value:
             namespace[name] = value
-    for name in before.keys() - tests.keys():
+        course[name] = scope[name] = type(value)(value) if type(value) in (dict, list, set) else value
+    for name in before.keys() - scope.keys():
+        course.pop(name, None)
         namespace.pop(name, None)
 
 
@@ -164,6 +223,7 @@ def _copy_back(tests, before, namespace, sealed):
 # to the frontend of the request being run); and what Python caches on a class the first time one
 # of its objects is copied or pickled (copyreg's __slotnames__: torch.compile copies Triton kernels).
 RESET_PER_CELL = {"_", "input", "raw_input", "__slotnames__"}
+BUILTIN_NAMES = frozenset(vars(builtins))
 
 
 def _watched(owner, name):
@@ -199,7 +259,7 @@ def _rebound(value, into, home):
 class _Checks:
     """What the tests rely on, as it was when the seal was made; calling it lists what changed."""
 
-    def __init__(self, sealed):
+    def __init__(self, sealed, course, scope):
         import math
         import time
 
@@ -225,6 +285,7 @@ class _Checks:
         # in torch._disable_dynamo: a wrapper that calls the very same function is no replacement.
         self.dynamo_wrapper = torch._disable_dynamo(lambda: None).__code__
         self.sealed, self.sealed_snapshot = sealed, dict(sealed)
+        self.course, self.scope = course, scope
         self.gettrace, self.getprofile = sys.gettrace, sys.getprofile
         self.hooks = (sys.gettrace(), sys.getprofile())
         self.modes = (torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack)
@@ -243,6 +304,8 @@ class _Checks:
                              if _watched(owner, name)]
         problems += [f"the kit's {name} was changed" for name, value in self.sealed_snapshot.items()
                      if self.sealed.get(name) is not value]
+        problems += [f"the course's {name} was changed in the tests' namespace" for name, value in self.course.items()
+                     if name in self.scope and self.scope[name] is not value]
         if any(depth() for depth in self.modes):
             problems.append("a torch function or dispatch mode was left active")
         if (self.gettrace(), self.getprofile()) != self.hooks:
