@@ -752,14 +752,45 @@ def tampering(submitted, release):
 
 
 def _kit(release):
-    """{name: the module it is, or None} for what the release's setup cell defines: the course's helpers
-    and the modules they use, which the tests look up by name."""
+    """{name: the module it is, or None} for what the course defines that tests rely on: everything the
+    release's setup cell defines (the kit, and the modules it uses), and the functions and classes of
+    the lesson's read-only cells (its own checks and references, 06's check_product). The tests reach
+    them through the seal, whatever a notebook binds; a student's definition of one is flagged."""
     kit = {}
     for cell in release.cells:
-        if cell.cell_type == "code" and grade_id(cell) == "setup":  # the kit, placed and named by the build
-            with contextlib.suppress(SyntaxError):
-                kit |= _definitions(_parse(cell.source)[0].body)
+        if cell.cell_type != "code" or _meta(cell).get("solution") or not _meta(cell).get("locked"):
+            continue
+        with contextlib.suppress(SyntaxError):
+            statements = _parse(cell.source)[0].body
+            if grade_id(cell) == "setup":  # the kit, placed and named by the build
+                kit |= _definitions(statements)
+            else:
+                kit |= dict.fromkeys(node.name for node in statements if isinstance(
+                    node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
     return kit
+
+
+def cell_names(source):
+    """(the names a cell binds at its top level, the names it reads that it binds nowhere: what it
+    takes from other cells), for the build's check that tests rely on no name a student can change
+    (autograder/build/source.py)."""
+    tree = _parse(source)[0]
+    nodes = list(ast.walk(tree))
+    read = {node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    anywhere = _bindings(nodes) | {node.arg for node in nodes if isinstance(node, ast.arg)}
+    return _bindings(tree.body), read - anywhere
+
+
+def interpreter_note(submitted):
+    """What to tell a student whose own cells choose Triton's interpreter (a laptop's habit), when the
+    notebook is graded on a GPU: the seal keeps its kernels there (seal.py), full marks."""
+    cells = [grade_id(cell) or f"cell {index}" for index, cell in enumerate(submitted.cells, 1)
+             if cell.cell_type == "code" and not _meta(cell).get("locked") and "TRITON_INTERPRET" in cell.source]
+    if cells:
+        return (f"Your notebook sets TRITON_INTERPRET ({', '.join(cells[:3])}), which runs kernels on Triton's "
+                "interpreter on a machine without a GPU. It was graded on a GPU: the setting was ignored there, "
+                "and your kernels ran on the GPU.")
+    return None
 
 
 def kernel_wrappers(source):

@@ -127,6 +127,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         env.pop("NBGRADER_EXECUTION", None)  # answers cannot tell they are being graded
         if self.gpu:
             env["CUDA_VISIBLE_DEVICES"] = physical_gpu(self.gpu)
+            env.pop("TRITON_INTERPRET", None)  # the grader's own shell decides nothing for the notebook
         else:
             env["TRITON_INTERPRET"] = "1"
         if self.threads:  # workers side by side must not each start a thread per core
