@@ -49,7 +49,8 @@ from autograder.kit import *  # noqa: F403 (the build places autograder/kit.py h
 # Here is the researcher's new activation function: ten element-wise steps, written the way anyone
 # writes PyTorch. You are given it; it is the reference your kernels must match.
 
-# %%
+# %% nbgrader={"grade_id": "ten_ops_reference", "locked": true}
+# The reference the tests compare with (read-only: grading restores it).
 def ten_ops_torch(x):
     """The researcher's activation: ten element-wise operations, each one a separate torch call."""
     y = x * 1.5                    # 1. scale

@@ -60,7 +60,8 @@ from autograder.kit import *  # noqa: F403 (the build places autograder/kit.py h
 # computed in fp64 from whatever dtype `x` has: this function is the reference your kernels are
 # compared with.
 
-# %%
+# %% nbgrader={"grade_id": "layer_norm_reference", "locked": true}
+# The reference the tests compare with (read-only: grading restores it).
 import torch.nn.functional as F
 
 
@@ -567,7 +568,8 @@ def add_layer_norm_kernel(x_ptr, r_ptr, h_ptr, y_ptr, w_ptr, b_ptr, n_cols, eps,
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade_id": "add_layer_norm_wrapper", "locked": true}
+# Given: the tests call your kernel through it (read-only: grading restores it).
 def add_layer_norm(x, residual, weight, bias, eps=1e-5):
     """(y, h): h = x + residual and y = layer norm of h over the last dimension, in one launch."""
     shape, n_cols = x.shape, x.shape[-1]
@@ -984,7 +986,8 @@ class LayerNorm(torch.autograd.Function):
         ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade_id": "layer_norm_wrapper", "locked": true}
+# Given: the tests call your kernel through it (read-only: grading restores it).
 def layer_norm(x, weight, bias, eps=1e-5):
     """F.layer_norm(x, (x.shape[-1],), weight, bias, eps), forward and backward in Triton."""
     return LayerNorm.apply(x, weight, bias, eps)

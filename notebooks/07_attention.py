@@ -60,7 +60,8 @@ print("In this notebook tl.dot gets inputs of", ", ".join(str(d).removeprefix("t
 # must not look at the tokens it is about to predict), by setting the scores above the diagonal to
 # `-inf` before the softmax.
 
-# %%
+# %% nbgrader={"grade_id": "attention_reference", "locked": true}
+# The reference the tests compare with (read-only: grading restores it).
 import matplotlib.pyplot as plt
 import torch.nn.functional as F
 

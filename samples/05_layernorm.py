@@ -213,4 +213,17 @@ class LayerNorm(torch.autograd.Function):
                  "        squares += x * x\n"],
                 ["tl.sum(squares, axis=0) / n_cols + eps)", "tl.sum(squares, axis=0) / n_cols - mean * mean + eps)"]]},
             "fails": ["test_layer_norm_forward_hidden", "test_layer_norm_fwd_kernel_hidden"]},
+    "kim": {"about": "drops the bias from its kernels and from layer_norm_torch, the reference, in the cell "
+                     "where the lesson gives it: grading restores the read-only reference, so the kernels fail "
+                     "the tests that compare with it, and the edit is flagged",
+            "answers": "solution",
+            "edits": {"layer_norm_reference": [[" + bias.double()).to(x.dtype)", ").to(x.dtype)"]],
+                      "layer_norm_fwd_kernel": [["        if not RMS_NORM:\n            y += tl.load(b_ptr + cols, "
+                                                 "mask=mask).to(tl.float32)\n", ""]],
+                      "add_layer_norm_kernel": [["centered * rstd * w + b)", "centered * rstd * w)"]]},
+            "fails": ["test_add_layer_norm_kernel", "test_add_layer_norm_kernel_hidden", "test_layer_norm_autograd",
+                      "test_layer_norm_autograd_hidden", "test_layer_norm_forward", "test_layer_norm_forward_hidden",
+                      "test_layer_norm_forward_performance", "test_layer_norm_fwd_kernel",
+                      "test_layer_norm_fwd_kernel_hidden"],
+            "flags": ["edited the read-only cell 'layer_norm_reference'"]},
 }

@@ -125,4 +125,13 @@ def linear_relu(x, weight, bias, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2):
             "fails": ["test_linear_relu", "test_linear_relu_hidden", "test_matmul", "test_matmul_hidden",
                       "test_matmul_kernel", "test_matmul_kernel_hidden", "test_matmul_performance",
                       "test_matmul_tuned", "test_matmul_tuned_hidden"]},
+    "jo": {"about": "matmul passes A's strides in the wrong order, and its cell defines check_product, the "
+                    "lesson's own check, to accept anything (a plain def, no assignment to the kit): the tests "
+                    "use the course's check_product, so the product is checked, fails, and the definition is flagged",
+           "answers": "solution",
+           "edits": {"matmul": [["a.stride(0), a.stride(1), b.stride(0)", "a.stride(1), a.stride(0), b.stride(0)"],
+                                ["    return c", "    return c\n\n\ndef check_product(*args, **kwargs):\n"
+                                                "    \"\"\"Mine: every product is right.\"\"\""]]},
+           "fails": ["test_matmul", "test_matmul_hidden"],
+           "flags": ["redefines the course's check_product"]},
 }

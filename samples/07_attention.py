@@ -221,4 +221,19 @@ def attention_backward(q, k, v, o, lse, do, causal=False, BLOCK_M=32, BLOCK_N=32
             "edits": {"attention_fwd_kernel": [["(m + tl.log2(l)) * 0.6931471805599453", "tl.log(l)"]]},
             "fails": ["test_attention", "test_attention_fwd_kernel", "test_attention_fwd_kernel_hidden",
                       "test_attention_hidden", "test_attention_performance"]},
+    "kai": {"about": "attention hands its kernel N = 0 (it stores nothing) and a grid function, which Triton's "
+                     "launcher calls, that writes SDPA's output and torch's log-sum-exp into o and lse: the "
+                     "student's callbacks are watched like the rest of the answer",
+            "answers": "solution",
+            "edits": {"attention": [["    grid = (triton.cdiv(N, BLOCK_M), B * H)\n", """
+    def grid(meta):
+        o.copy_(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
+        scores = q.float() @ k.float().transpose(-2, -1) * d ** -0.5
+        if causal:
+            scores = scores.masked_fill(torch.ones(N, N, dtype=torch.bool, device=q.device).triu(1), -float("inf"))
+        lse.copy_(torch.logsumexp(scores, dim=-1))
+        return (1, B * H)
+
+"""], ["attention_fwd_kernel[grid](q, k, v, o, lse, N, d ** -0.5,", "attention_fwd_kernel[grid](q, k, v, o, lse, 0, d ** -0.5,"]]},
+            "fails": ["test_attention", "test_attention_hidden", "test_attention_performance"]},
 }

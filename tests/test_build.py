@@ -7,7 +7,7 @@ import pytest
 from autograder import build
 from autograder.build import check
 from autograder.build.cells import SETUP_PLACEHOLDER, is_setup
-from autograder.build.source import BADGE_ID, AddColabBadge, course_settings
+from autograder.build.source import BADGE_ID, AddColabBadge, course_settings, master_to_source
 from autograder.build.sync import source_to_master
 from autograder.course import Course
 from conftest import autograder
@@ -173,3 +173,20 @@ def test_executed_solutions_keep_their_plots(tmp_path, monkeypatch):
     build.execute_solutions(course, ["00_plot"])
     outputs = nbformat.read(path, as_version=4).cells[0].outputs
     assert any("image/png" in output.get("data", {}) for output in outputs), outputs
+
+
+def test_a_reference_the_tests_use_must_be_read_only(tmp_path):
+    """A name a test (or a lesson's read-only helper) reads must come from a cell grading restores,
+    or from an answer: a reference in a cell the student may edit fails the build, saying which."""
+    cells = ['# %% tags=["setup"]\nfrom autograder.kit import *  # noqa: F403\n',
+             '# %%\ndef reference(x):\n    return x * 2\n',
+             '# %% nbgrader={"grade_id": "double", "solution": true}\ndef double(x):\n    return x * 2\n',
+             '# %% nbgrader={"grade": true, "grade_id": "test_double", "locked": true, "points": 1}\n'
+             'x = rand(8)\ncheck_output(double(x), reference(x))\n']
+    master = tmp_path / "99_double.py"
+    master.write_text("\n".join(cells))
+    with pytest.raises(ValueError, match=r"'test_double' uses reference, defined in cell 2, which students can edit"):
+        master_to_source(master, "99_double")
+    cells[1] = cells[1].replace("# %%", '# %% nbgrader={"grade_id": "reference", "locked": true}')
+    master.write_text("\n".join(cells))
+    assert master_to_source(master, "99_double").cells

@@ -62,6 +62,34 @@ class PlaceSetup:
         return nb
 
 
+class RequireLockedReferences:
+    """Every name the course's cells read (tests, and the read-only cells of a lesson's own helpers)
+    comes from a cell that grading restores (read-only, or a test) or from an answer: never only from a
+    cell the student may edit, where a reference could change together with the answers it checks."""
+
+    def __call__(self, nb, lesson):
+        from autograder.grade.integrity import cell_names  # the audit's reading of a cell's Python
+        course, editable, read = set(), {}, {}
+        for index, cell in enumerate(nb.cells, 1):
+            if cell.cell_type != "code":
+                continue
+            meta = cell.metadata.get("nbgrader", {})
+            bound, names = cell_names(cell.source)
+            if meta.get("locked") or meta.get("grade") or meta.get("solution") or is_setup(cell):
+                course |= bound
+                if not meta.get("solution"):
+                    read.update(dict.fromkeys(names - read.keys(), meta.get("grade_id") or f"cell {index}"))
+            else:
+                editable.update(dict.fromkeys(bound - editable.keys(), index))
+        unsafe = sorted(name for name in read.keys() & editable.keys() if name not in course)
+        if unsafe:
+            name = unsafe[0]
+            raise ValueError(f"{lesson}: {read[name]!r} uses {', '.join(unsafe)}, defined in cell {editable[name]}, "
+                             "which students can edit: make that cell read-only (nbgrader={\"grade_id\": ..., "
+                             "\"locked\": true}) so that grading restores it")
+        return nb
+
+
 class NameCells:
     """Stable cell ids (nbformat 4.5), so rebuilding an unchanged master changes nothing."""
 
@@ -114,8 +142,8 @@ class Stamp:
         return nb
 
 
-STEPS = [KeepAuthoredMetadata(), CompleteNbgraderMetadata(), PlaceSetup(), NameCells(), AddColabBadge(),
-         SetNotebookMetadata(), Stamp()]
+STEPS = [KeepAuthoredMetadata(), CompleteNbgraderMetadata(), PlaceSetup(), RequireLockedReferences(), NameCells(),
+         AddColabBadge(), SetNotebookMetadata(), Stamp()]
 
 
 def master_to_source(master_path, lesson):
