@@ -1,0 +1,666 @@
+"""The lessons' reference kernels compiled for the GPUs students have, without a GPU.
+
+Triton compiles ahead of time for any target (triton.compile with a GPUTarget; ptxas ships in its
+wheel), so CI can ask the compiler what each student's GPU would get: T4 (sm_75), A100 (sm_80),
+A10 and RTX 30 (sm_86), L4 and RTX 40 (sm_89), H100 and H200 (sm_90). For each target:
+
+1. every @triton.jit kernel of the published solutions compiles, in every dtype the kit gives a
+   notebook on that GPU (kit.FLOAT_DTYPES, kit.DOT_DTYPES, computed by the kit itself for that
+   compute capability), with the launch parameters the lessons use;
+2. what tl.dot becomes (wgmma, mma.sync, or plain FMAs) agrees with kit.dot_dtypes: its choice of
+   dtypes and what its sentence says about tensor cores and TF32;
+3. every launch fits the GPU's shared memory per block (the opt-in limit), and every autotune
+   configuration that does not fit is one this file names.
+
+The kernels are the solutions' own (solutions/<lesson>/<lesson>.ipynb), defined by executing their
+cells' kernel definitions after the kit. KERNELS below says how each is launched: a kernel it does
+not describe, or describes with the wrong parameters, fails the test. The compiles run in a
+subprocess (this file, run as a script) that forks one compiler per core: there Triton must make
+real JITFunctions (TRITON_INTERPRET=0), while other tests in the pytest process need the
+interpreter; and there the kit is executed with a pretend GPU of each compute capability, so that
+it picks the dtypes it would pick on that GPU. What CI compiles, and what it infers, is under
+"How each target is covered"; COURSE_TARGETS_FULL=1 compiles everything. docs/gpus.md has the
+figures.
+"""
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+KIT = ROOT / "autograder" / "kit.py"
+SOLUTIONS = ROOT / "solutions"
+LESSONS = sorted(p.name for p in SOLUTIONS.iterdir() if re.fullmatch(r"\d\d_\w+", p.name))
+
+KiB = 1024
+# compute capability -> (the GPUs students have with it, the most shared memory one block may use).
+# The limits are "Maximum amount of shared memory per thread block" (the opt-in maximum, which
+# Triton's launcher checks kernels against) in the CUDA C++ Programming Guide's table "Technical
+# Specifications per Compute Capability": 64 KB on 7.5, 163 KB on 8.0, 99 KB on 8.6 and 8.9,
+# 227 KB on 9.0 (KB = 1024 bytes there).
+TARGETS = {
+    75: ("T4", 64 * KiB),
+    80: ("A100", 163 * KiB),
+    86: ("A10, RTX 30", 99 * KiB),
+    89: ("L4, RTX 40", 99 * KiB),
+    90: ("H100, H200", 227 * KiB),
+}
+
+# ---------------------------------------------------------------------------------------------
+# How the lessons launch their kernels, written out by hand for the compiler.
+#
+# `args` lists the kernel's parameters other than its tl.constexpr ones, each with the type that
+# Triton's JIT would give the argument of a typical launch: "*T" a tensor of the dtype under test
+# ("*fp32", "*i32": of that dtype whatever is tested), "i32" an integer, "i32/16" an integer that
+# is a multiple of 16 (the JIT marks those, and 16-byte aligned tensors, as divisible by 16: all
+# tensors here are), "1" the integer 1 (the JIT makes it a constant), "fp32" a float.
+# `dtypes`: FLOAT (the kit's FLOAT_DTYPES on that GPU), DOT (its DOT_DTYPES) or () when the kernel
+# takes one fixed set of types. `launches`: the tl.constexpr values with num_warps and num_stages
+# (Triton's defaults: 4 and 3), as the lesson's wrapper or test passes them; a function of the
+# dtype where the wrapper's choice depends on it. A launch with "only" is compiled for that dtype
+# alone, one with "min_cc" only from that compute capability on (as the notebook does).
+# `dot`: the kernel calls tl.dot. HELPERS: @triton.jit functions without a launch of their own,
+# with the kernels that compile them in.
+FLOAT, DOT = "FLOAT_DTYPES", "DOT_DTYPES"
+
+
+def kernel(args, dtypes, launches, dot=False):
+    return {"args": args.split(), "dtypes": dtypes, "launches": launches, "dot": dot}
+
+
+def attention_launches(dtype):
+    """attention()'s launch of attention_fwd_kernel, for d = 64 (the graded size, not causal) and
+    d = 128 (causal): blocks of 128 queries and 64 keys, 4 warps up to d = 64 and 8 above, and
+    3 pipeline stages for rows of K and V up to 128 bytes, 2 up to 256, else 1."""
+    size = {"fp32": 4, "fp16": 2, "bf16": 2}[dtype]
+    return [{"HEAD_DIM": d, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": causal, "num_warps": 4 if d <= 64 else 8,
+             "num_stages": 3 if d * size <= 128 else 2 if d * size <= 256 else 1}
+            for d, causal in ((64, False), (128, True))]
+
+
+MATMUL_BLOCKS = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}  # matmul()'s defaults
+TENSOR_CORE_TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "only": "fp16"}  # sections 4, 6
+BACKWARD = {"HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 64, "CAUSAL": True, "num_stages": 2}  # attention_backward
+
+KERNELS = {
+    "01_gpu_vs_cpu": {
+        "scale_kernel": kernel("x_ptr:*T out_ptr:*T a:fp32 n_elements:i32", FLOAT, [{"BLOCK_SIZE": 1024}]),
+    },
+    "02_vector_add": {
+        "whoami_kernel": kernel("pid_ptr:*i32 lane_ptr:*i32", (), [{"BLOCK_SIZE": 4}]),
+        "copy_kernel": kernel("src_ptr:*T dst_ptr:*T n_elements:i32", FLOAT, [{"BLOCK_SIZE": 1024}]),
+        "add_kernel": kernel("x_ptr:*T y_ptr:*T out_ptr:*T n_elements:i32/16", FLOAT, [{"BLOCK_SIZE": 1024}]),
+    },
+    "03_masking": {
+        "copy_unmasked_kernel": kernel("src_ptr:*fp32 dst_ptr:*fp32 n_elements:i32", (), [{"BLOCK_SIZE": 16}]),
+        "block_sum_kernel": kernel("x_ptr:*fp32 out_ptr:*fp32 n:i32", (),
+                                   [{"BLOCK_SIZE": 32, "USE_MASK": False}, {"BLOCK_SIZE": 32, "USE_MASK": True}]),
+        "block_max_kernel": kernel("x_ptr:*fp32 out_ptr:*fp32 n:i32 other:fp32", (), [{"BLOCK_SIZE": 32}]),
+        "row_sum_kernel": kernel("x_ptr:*T out_ptr:*T n_cols:i32 stride_row:i32 stride_col:1", FLOAT,
+                                 [{"BLOCK_SIZE": 128}]),
+        "row_max_kernel": kernel("x_ptr:*T out_ptr:*T n_cols:i32 stride_row:i32 stride_col:1", FLOAT,
+                                 [{"BLOCK_SIZE": 128}]),
+        # the performance test's transposed input: x's strides are (1, 8192)
+        "copy_2d_kernel": kernel("x_ptr:*T out_ptr:*T M:i32/16 N:i32/16 stride_xm:1 stride_xn:i32/16 "
+                                 "stride_om:i32/16 stride_on:1", FLOAT, [{"BLOCK_M": 64, "BLOCK_N": 64}]),
+    },
+    "04_fusion": {
+        "ten_ops_kernel": kernel("x_ptr:*T out_ptr:*T n_elements:i32/16", FLOAT, [{"BLOCK_SIZE": 1024}]),
+        # softmax() on 4096 x 4096 (the performance test) and on 131072 x 128 rows
+        "softmax_kernel": kernel("x_ptr:*T out_ptr:*T n_rows:i32/16 n_cols:i32/16 x_row_stride:i32/16 "
+                                 "out_row_stride:i32/16", FLOAT,
+                                 [{"ROWS": 1, "BLOCK_N": 4096, "num_warps": 4}, {"ROWS": 4, "BLOCK_N": 128}]),
+        "copy_rows_kernel": kernel("x_ptr:*fp32 out_ptr:*fp32 n_cols:i32/16", (), [{"BLOCK_N": 4096}]),
+    },
+    "05_layernorm": {
+        # the wrappers on rows of 4096 (the performance test's)
+        "layer_norm_fwd_kernel": kernel("x_ptr:*T y_ptr:*T w_ptr:*T b_ptr:*T mean_ptr:*fp32 rstd_ptr:*fp32 "
+                                        "x_row_stride:i32/16 y_row_stride:i32/16 n_cols:i32/16 eps:fp32", FLOAT,
+                                        [{"BLOCK_SIZE": 4096, "RMS_NORM": False},
+                                         {"BLOCK_SIZE": 4096, "RMS_NORM": True}]),
+        "add_layer_norm_kernel": kernel("x_ptr:*T r_ptr:*T h_ptr:*T y_ptr:*T w_ptr:*T b_ptr:*T n_cols:i32/16 "
+                                        "eps:fp32", FLOAT, [{"BLOCK_SIZE": 4096}]),
+        "layer_norm_bwd_kernel": kernel("x_ptr:*T dy_ptr:*T dx_ptr:*T w_ptr:*T mean_ptr:*fp32 rstd_ptr:*fp32 "
+                                        "dw_partial_ptr:*fp32 db_partial_ptr:*fp32 n_rows:i32/16 n_cols:i32/16 "
+                                        "rows_per_program:i32/16", FLOAT, [{"BLOCK_SIZE": 4096}]),
+        "column_sum_kernel": kernel("partial_ptr:*fp32 out_ptr:*T n_partials:i32 n_cols:i32/16", FLOAT,
+                                    [{"BLOCK_ROWS": 32, "BLOCK_COLS": 128}]),
+    },
+    "06_matmul": {
+        "record_tiles_kernel": kernel("tiles_ptr:*i32 num_pid_m:i32 num_pid_n:i32", (), [{"GROUP_M": 2}]),
+        # contiguous operands, 4096 x 4096 x 4096 (the performance test's)
+        "matmul_kernel": kernel("a_ptr:*T b_ptr:*T c_ptr:*T M:i32/16 N:i32/16 K:i32/16 stride_am:i32/16 stride_ak:1 "
+                                "stride_bk:i32/16 stride_bn:1 stride_cm:i32/16 stride_cn:1", DOT,
+                                [MATMUL_BLOCKS, TENSOR_CORE_TILE], dot=True),
+        "dot_precision_kernel": kernel("a_ptr:*fp32 b_ptr:*fp32 c_ptr:*fp32 K:i32/16", (),
+                                       [{"PRECISION": "ieee"}, {"PRECISION": "tf32", "min_cc": 80}], dot=True),
+        "linear_relu_kernel": kernel("x_ptr:*T w_ptr:*T bias_ptr:*T out_ptr:*T M:i32/16 N:i32/16 K:i32/16 "
+                                     "stride_xm:i32/16 stride_xk:1 stride_wn:i32/16 stride_wk:1 stride_om:i32/16 "
+                                     "stride_on:1", DOT, [MATMUL_BLOCKS, TENSOR_CORE_TILE], dot=True),
+    },
+    "07_attention": {
+        "online_softmax_kernel": kernel("x_ptr:*T out_ptr:*T n_rows:i32 n_cols:i32 row_stride:i32", FLOAT,
+                                        [{"ROWS": 4, "BLOCK_N": 32}]),
+        "attention_fwd_kernel": kernel("q_ptr:*T k_ptr:*T v_ptr:*T o_ptr:*T lse_ptr:*fp32 N:i32/16 scale:fp32", DOT,
+                                       attention_launches, dot=True),
+        # the ungraded backward, as its cell runs it: fp32 (d = 64 the larger of its two sizes)
+        "attention_bwd_dkdv_kernel": kernel("q_ptr:*fp32 k_ptr:*fp32 v_ptr:*fp32 o_ptr:*fp32 do_ptr:*fp32 "
+                                            "lse_ptr:*fp32 dk_ptr:*fp32 dv_ptr:*fp32 N:i32 scale:fp32", (), [BACKWARD],
+                                            dot=True),
+        "attention_bwd_dq_kernel": kernel("q_ptr:*fp32 k_ptr:*fp32 v_ptr:*fp32 o_ptr:*fp32 do_ptr:*fp32 "
+                                          "lse_ptr:*fp32 dq_ptr:*fp32 N:i32 scale:fp32", (), [BACKWARD], dot=True),
+    },
+}
+HELPERS = {
+    "06_matmul": {"tile_of_program": ["record_tiles_kernel", "matmul_kernel", "linear_relu_kernel"],
+                  "accumulate_tile": ["matmul_kernel", "linear_relu_kernel"]},
+    "07_attention": {"attend_to_keys": ["attention_fwd_kernel"],
+                     "rebuilt_probabilities": ["attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel"]},
+}
+# How each target is covered. Triton has three code paths for tl.dot on these GPUs: plain FMAs
+# below compute capability 8.0, mma.sync (MMA v2) on 8.x and wgmma (MMA v3) on 9.0. The full
+# matrix (every kernel, dtype, launch and configuration on all five targets: COURSE_TARGETS_FULL=1,
+# 417 compiles, 1.5 minutes on two cores) showed what lets CI compile less (223) and stay under a
+# minute:
+# - sm_86 and sm_89 compile exactly as sm_80 (the same shared memory and instructions in every
+#   compile): they differ from it in their shared memory limit, not their code. They compile
+#   GUARDS, which must come out as on sm_80, and sm_80's figures are checked against their limit.
+# - bf16 tiles take what fp16 tiles take (equal shared memory in every autotune configuration):
+#   configurations are compiled in fp16 and fp32, and bf16 reads fp16's figures.
+# - sm_75 has no asynchronous copies (cp.async came with 8.0), so Triton does not multi-buffer
+#   there and num_stages changes nothing: a configuration that differs from an earlier one only in
+#   num_stages reads its figures.
+# - sm_90's fp32 autotune configurations are left out (CONFIGS_UNCHECKED; about 6 s of compiling,
+#   where sm_80's fp32 figures stand for three targets): the full matrix lists which fit there.
+FULL_MATRIX = os.environ.get("COURSE_TARGETS_FULL") == "1"
+FULL = tuple(TARGETS) if FULL_MATRIX else (75, 80, 90)
+SAME_CODE_AS = {} if FULL_MATRIX else {86: 80, 89: 80}
+# (lesson, kernel, dtype, launch index): the dot probe's three dtypes, and the launches nearest to
+# and over the 8.x limits (attention's forward at d = 128 in fp32: 96 KB of 99; its backward).
+GUARDS = [("06_matmul", "matmul_kernel", dtype, 0) for dtype in ("fp32", "fp16", "bf16")] + [
+    ("07_attention", "attention_fwd_kernel", "fp32", 1), ("07_attention", "attention_bwd_dkdv_kernel", None, 0)]
+CONFIG_DTYPE_AS = {} if FULL_MATRIX else {"bf16": "fp16"}
+STAGES_MATTER_FROM = 0 if FULL_MATRIX else 80
+CONFIGS_UNCHECKED = set() if FULL_MATRIX else {(90, "fp32")}
+
+
+def config_stands_for(configs, index, cc):
+    """The index of the configuration whose figures stand for configs[index] on this target."""
+    if cc >= STAGES_MATTER_FROM:
+        return index
+    same = [i for i, c in enumerate(configs) if {k: v for k, v in c.items() if k != "num_stages"} ==
+            {k: v for k, v in configs[index].items() if k != "num_stages"}]
+    return same[0]
+
+
+# The kernel whose tl.dot settles what each GPU's compiler does with each input dtype, compiled for
+# every target in fp32, fp16 and bf16, whatever the kit allows there.
+DOT_PROBE = ("06_matmul", "matmul_kernel", 0)
+# What tl.dot becomes on each target with default precision (TF32 for fp32 inputs).
+DOT_PATH = {75: "none", 80: "mma", 86: "mma", 89: "mma", 90: "wgmma"}
+
+# Launches whose shared memory exceeds a GPU's limit, by (kernel, compute capability, dtype): the
+# indices of the table's launches (attention_launches(dtype) for attention_fwd_kernel) or, for an
+# autotuner, of its configurations (06's TUNING_CONFIGS). The test fails on any other, and on one of
+# these that fits: keep it exact.
+KNOWN_MISFITS = {
+    # Launch errors ("out of resource: shared memory") on that GPU, in the lessons' own code.
+    # 07's attention() on a T4 (fp32, blocks of 128 x 64): 80 KB at d = 64, 128.5 KB at d = 128.
+    ("attention_fwd_kernel", 75, "fp32"): [0, 1],
+    # 07's ungraded backward (fp32, d = 64, blocks of 64 x 64, 2 stages): 80 KB on a T4, 112.25 KB on 8.6/8.9.
+    ("attention_bwd_dkdv_kernel", 75, None): [0],
+    ("attention_bwd_dkdv_kernel", 86, None): [0],
+    ("attention_bwd_dkdv_kernel", 89, None): [0],
+    # Autotune configurations that GPU cannot run: the autotuner times them as infinitely slow
+    # (their launch raises OutOfResources) after compiling each. fp32 tiles take twice the bytes.
+    ("matmul_kernel_tuned", 75, "fp32"): [0, 1, 2],
+    ("matmul_kernel_tuned", 80, "fp32"): [0, 1, 2, 3],
+    ("matmul_kernel_tuned", 86, "fp32"): [0, 1, 2, 3, 5],
+    ("matmul_kernel_tuned", 86, "fp16"): [1],
+    ("matmul_kernel_tuned", 86, "bf16"): [1],
+    ("matmul_kernel_tuned", 89, "fp32"): [0, 1, 2, 3, 5],
+    ("matmul_kernel_tuned", 89, "fp16"): [1],
+    ("matmul_kernel_tuned", 89, "bf16"): [1],
+    ("matmul_kernel_tuned", 90, "fp32"): [0, 1, 2, 3],
+}
+
+# ---------------------------------------------------------------------------------------------
+# The compiler process: `python tests/test_targets.py --compile OUT.json` writes what the tests read.
+
+DTYPE_NAMES = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16"}
+SOLUTION_DEFINITIONS = ("triton.jit", "triton.autotune", "triton.heuristics", "triton.Config")
+
+
+def _kit_for(cc):
+    """The kit's namespace as a notebook on a GPU of compute capability `cc` gets it (a pretend
+    device: the kit asks torch only whether there is one, its capability and its name)."""
+    import torch
+    capability = (cc // 10, cc % 10)
+    saved = torch.cuda.is_available, torch.cuda.get_device_capability, torch.cuda.get_device_name
+    torch.cuda.is_available = lambda: True
+    torch.cuda.get_device_capability = lambda device=None: capability
+    torch.cuda.get_device_name = lambda device=None: f"a pretend GPU of compute capability {cc}"
+    namespace = {"__name__": "course_kit"}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(KIT.read_text(), str(KIT), "exec"), namespace)
+    finally:
+        torch.cuda.is_available, torch.cuda.get_device_capability, torch.cuda.get_device_name = saved
+    assert namespace["ON_GPU"] and namespace["CAPABILITY"] == capability, "the kit did not take the pretend GPU"
+    for key in (FLOAT, DOT):  # dtype names as Triton writes them
+        namespace[key] = [DTYPE_NAMES[str(dtype)] for dtype in namespace[key]]
+    return namespace
+
+
+def _solution_definitions(lesson):
+    """The source of the solution notebook's kernel definitions: its top-level @triton.jit (and
+    autotune, heuristics) functions and the assignments that build triton.Configs and autotuned
+    kernels; nothing else of the notebook runs."""
+    import ast
+    notebook = json.loads((SOLUTIONS / lesson / f"{lesson}.ipynb").read_text())
+    chosen = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "code" or cell.get("id") == "setup":
+            continue
+        code = re.sub(r"^\s*[%!].*$", "", "".join(cell["source"]), flags=re.M)
+        for node in ast.parse(code).body:
+            if isinstance(node, ast.FunctionDef):
+                wanted = any(ast.unparse(d).startswith(SOLUTION_DEFINITIONS) for d in node.decorator_list)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                wanted = any(name in ast.unparse(node.value) for name in SOLUTION_DEFINITIONS)
+            else:
+                wanted = False
+            if wanted:  # with its decorators, which ast.get_source_segment leaves out
+                first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+                chosen.append("\n".join(code.splitlines()[first - 1:node.end_lineno]))
+    return "\n\n\n".join(chosen) + "\n"
+
+
+def _define(lesson, kit, folder):
+    """(JITFunctions, autotuners) of the lesson's solutions, defined after the kit, from a real file
+    (Triton reads a kernel's source from its file)."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+    path = Path(folder) / f"{lesson}.py"
+    path.write_text(_solution_definitions(lesson))
+    namespace = dict(kit, __name__=f"solutions_{lesson}")
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    jitted = {name: value for name, value in namespace.items()
+              if isinstance(value, JITFunction) and value.fn.__code__.co_filename == str(path)}
+    tuned = {name: value for name, value in namespace.items() if isinstance(value, Autotuner)}
+    return jitted, tuned
+
+
+def _unwrap(fn):
+    while not hasattr(fn, "arg_names") or hasattr(fn, "configs"):  # autotuners, heuristics
+        fn = fn.fn
+    return fn
+
+
+def launches_of(entry, dtype):
+    launches = entry["launches"]
+    return launches(dtype) if callable(launches) else launches
+
+
+def _jobs(lessons, kits):
+    """Every compile, as a dict: lesson, kernel, cc, dtype, what ("launch N", "config N of <autotuner>"
+    or "probe"), launch."""
+    jobs = []
+
+    def add(lesson, name, cc, dtype, what, launch):
+        jobs.append({"lesson": lesson, "kernel": name, "cc": cc, "dtype": dtype, "what": what, "launch": launch})
+
+    for cc in FULL:
+        for lesson, (jitted, tuned) in lessons.items():
+            for name, entry in KERNELS.get(lesson, {}).items():
+                if name not in jitted:
+                    continue  # the test of the table says so
+                for dtype in kits[cc][entry["dtypes"]] if entry["dtypes"] else [None]:
+                    for index, launch in enumerate(launches_of(entry, dtype)):
+                        if launch.get("only", dtype) == dtype and cc >= launch.get("min_cc", 0):
+                            add(lesson, name, cc, dtype, f"launch {index}", launch)
+            for tuner_name, tuner in tuned.items():
+                entry = KERNELS.get(lesson, {}).get(_unwrap(tuner).__name__)
+                configs = [dict(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages) for c in tuner.configs]
+                for dtype in (kits[cc][entry["dtypes"]] if entry and entry["dtypes"] else [None]):
+                    if dtype in CONFIG_DTYPE_AS or (cc, dtype) in CONFIGS_UNCHECKED:
+                        continue
+                    for index, launch in enumerate(configs):
+                        if config_stands_for(configs, index, cc) == index:
+                            add(lesson, _unwrap(tuner).__name__, cc, dtype, f"config {index} of {tuner_name}", launch)
+    for cc in SAME_CODE_AS:
+        for lesson, name, dtype, index in GUARDS:
+            add(lesson, name, cc, dtype, f"launch {index}", launches_of(KERNELS[lesson][name], dtype)[index])
+    lesson, name, index = DOT_PROBE
+    for cc in TARGETS:
+        for dtype in ("fp32", "fp16", "bf16"):
+            if not any(j["kernel"] == name and j["cc"] == cc and j["dtype"] == dtype and j["what"] == f"launch {index}"
+                       for j in jobs):
+                add(lesson, name, cc, dtype, "probe", launches_of(KERNELS[lesson][name], dtype)[index])
+    return jobs
+
+
+def _signature(fn, entry, dtype, launch):
+    """triton.compile's signature, constexprs and attrs for one launch, from the table's notation."""
+    signature, constexprs, attrs = {}, {}, {}
+    given = dict(arg.split(":", 1) for arg in entry["args"])
+    for index, param in enumerate(fn.params):
+        name = param.name
+        if param.is_constexpr:
+            signature[name], constexprs[name] = "constexpr", launch[name]
+        elif given[name] == "1":
+            signature[name], constexprs[name] = "constexpr", 1
+        else:
+            kind = given[name].replace("*T", f"*{dtype}")
+            signature[name] = kind.removesuffix("/16")
+            if kind.startswith("*") or kind.endswith("/16"):
+                attrs[(index,)] = [["tt.divisibility", 16]]
+    return signature, constexprs, attrs
+
+
+def _tensor_cores(ptx):
+    """What tl.dot became: "wgmma" (Hopper's warpgroup MMA), "mma" (mma.sync), or "none" (FMAs)."""
+    if "wgmma.mma_async" in ptx:
+        return "wgmma"
+    if re.search(r"^\s*mma\.sync", ptx, re.M):
+        return "mma"
+    return "none"
+
+
+FORKED = {}  # what the compiling processes inherit: the lessons' kernels and the jobs
+
+
+def _compile(number):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    job = FORKED["jobs"][number]
+    fn = FORKED["lessons"][job["lesson"]][0][job["kernel"]]
+    signature, constexprs, attrs = _signature(fn, KERNELS[job["lesson"]][job["kernel"]], job["dtype"], job["launch"])
+    options = {key: job["launch"][key] for key in ("num_warps", "num_stages") if key in job["launch"]}
+    start = time.perf_counter()
+    try:
+        compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
+                                  target=GPUTarget("cuda", job["cc"], 32), options=options)
+    except Exception as error:  # the test reports it, with the kernel and the target
+        return number, {"error": f"{type(error).__name__}: {error}"[:3000], "seconds": time.perf_counter() - start}
+    ptx = compiled.asm["ptx"]
+    return number, {"shared": compiled.metadata.shared, "tensor_cores": _tensor_cores(ptx),
+                    "instructions": sorted(set(re.findall(r"^\s*((?:wgmma\.mma_async|mma\.sync)[\w.]*)", ptx, re.M))),
+                    "fma": len(re.findall(r"^\s*fma\.rn\.f32", ptx, re.M)), "tt_dot": "tt.dot" in compiled.asm["ttir"],
+                    "seconds": time.perf_counter() - start}
+
+
+def _cost(job):
+    """A guess at a compile's time, to start the longest first: tl.dot on big tiles, most of all
+    as FMAs (sm_75)."""
+    launch, entry = job["launch"], KERNELS[job["lesson"]][job["kernel"]]
+    tiles = 1
+    for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "HEAD_DIM"):
+        tiles *= launch.get(key, 1)
+    return (tiles if entry["dot"] else 0) * (4 if job["cc"] < 80 else 1)
+
+
+def compile_all(out, processes):
+    os.environ["TRITON_INTERPRET"] = "0"  # before Triton is imported: real JITFunctions, not interpreted
+    for name in ("COURSE_GPU_TURN", "COURSE_GPU_MEMORY_GB"):
+        os.environ.pop(name, None)
+    import multiprocessing
+    import warnings
+    warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")  # Triton 3.9's notice
+    kits = {cc: _kit_for(cc) for cc in TARGETS}
+    result = {"kit": {cc: {key: kits[cc][key] for key in (FLOAT, DOT, "DOT_NOTE", "BF16_OK")} for cc in TARGETS},
+              "lessons": {}}
+    with tempfile.TemporaryDirectory() as folder:
+        lessons = {lesson: _define(lesson, kits[90], folder) for lesson in LESSONS}
+        for lesson, (jitted, tuned) in lessons.items():
+            result["lessons"][lesson] = {
+                "kernels": {name: {"params": [p.name for p in fn.params],
+                                   "constexprs": [p.name for p in fn.params if p.is_constexpr],
+                                   "source": fn.src} for name, fn in jitted.items()},
+                "autotuned": {name: {"kernel": _unwrap(tuner).__name__,
+                                     "configs": [dict(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages)
+                                                 for c in tuner.configs]} for name, tuner in tuned.items()}}
+        jobs = _jobs(lessons, kits)
+        FORKED.update(lessons=lessons, jobs=jobs)
+        order = sorted(range(len(jobs)), key=lambda n: -_cost(jobs[n]))
+        start = time.perf_counter()
+        # fork: the children inherit the kernels. Nothing here has started threads or a GPU.
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            for number, compiled in pool.imap_unordered(_compile, order):
+                jobs[number].update(compiled)
+        result["compile_seconds"] = time.perf_counter() - start
+    result["compiles"] = jobs
+    Path(out).write_text(json.dumps(result, indent=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# The tests, on what the compiler process wrote.
+
+OPTIONS = {"num_warps", "num_stages", "only", "min_cc"}  # launch keys that are not tl.constexpr values
+ARG_KINDS = re.compile(r"\*(T|fp32|fp16|bf16|i32)|(i32|i64)(/16)?|fp32|1")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("targets") / "compiled.json"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("COURSE_GPU")}
+    env["TRITON_INTERPRET"] = "0"
+    run = subprocess.run([sys.executable, __file__, "--compile", str(out)], env=env, capture_output=True, text=True,
+                         timeout=900, cwd=ROOT)
+    if run.returncode:
+        pytest.fail(f"The compiler process failed:\n{run.stdout[-2000:]}\n{run.stderr[-6000:]}", pytrace=False)
+    data = json.loads(out.read_text())
+    data["kit"] = {int(cc): kit for cc, kit in data["kit"].items()}
+    data["by_key"] = {(c["kernel"], c["cc"], c["dtype"], c["what"]): c for c in data["compiles"]}
+    return data
+
+
+def describe(launch):
+    return ", ".join(f"{key}={value}" for key, value in launch.items() if key not in ("only", "min_cc"))
+
+
+UNCHECKED = {"unchecked": True}
+
+
+def figures(results, kernel, cc, dtype, what, configs=None):
+    """The compile of this launch on this target, or the one that stands for it (see FULL);
+    UNCHECKED for what CONFIGS_UNCHECKED leaves out, None for what is missing."""
+    by_key = results["by_key"]
+    if what.startswith("config"):
+        if (cc, dtype) in CONFIGS_UNCHECKED:
+            return UNCHECKED
+        index, rest = what.removeprefix("config ").split(" ", 1)
+        what = f"config {config_stands_for(configs, int(index), cc)} {rest}"
+        dtype = CONFIG_DTYPE_AS.get(dtype, dtype)
+    if (kernel, cc, dtype, what) in by_key:
+        return by_key[kernel, cc, dtype, what]
+    if cc in SAME_CODE_AS:
+        return figures(results, kernel, SAME_CODE_AS[cc], dtype, what, configs)
+    return None
+
+
+def launched(results, cc):
+    """What a notebook on a GPU of this compute capability launches: (misfit key, index, launch,
+    what, compile) for every launch of the table and every autotune configuration."""
+    kit = results["kit"][cc]
+    for lesson in LESSONS:
+        for name, entry in KERNELS.get(lesson, {}).items():
+            for dtype in kit[entry["dtypes"]] if entry["dtypes"] else [None]:
+                for index, launch in enumerate(launches_of(entry, dtype)):
+                    if launch.get("only", dtype) == dtype and cc >= launch.get("min_cc", 0):
+                        what = f"launch {index}"
+                        yield (name, cc, dtype), index, launch, what, figures(results, name, cc, dtype, what)
+        for tuner_name, tuner in results["lessons"][lesson]["autotuned"].items():
+            entry = KERNELS.get(lesson, {}).get(tuner["kernel"])
+            for dtype in kit[entry["dtypes"]] if entry and entry["dtypes"] else [None]:
+                for index, launch in enumerate(tuner["configs"]):
+                    what = f"config {index} of {tuner_name}"
+                    compiled = figures(results, tuner["kernel"], cc, dtype, what, tuner["configs"])
+                    yield (tuner_name, cc, dtype), index, launch, what, compiled
+
+
+def test_the_table_describes_every_kernel_of_the_solutions(results):
+    problems = []
+    for lesson in LESSONS:
+        found = results["lessons"][lesson]["kernels"]
+        described = set(KERNELS.get(lesson, {})) | set(HELPERS.get(lesson, {}))
+        for name in sorted(set(found) - described):
+            problems.append(f"{lesson}: {name} is a @triton.jit function of the solutions that KERNELS (or "
+                            f"HELPERS) does not describe: add how the lesson launches it.")
+        for name in sorted(described - set(found)):
+            problems.append(f"{lesson}: KERNELS or HELPERS names {name}, which the solutions no longer define.")
+        for name, entry in KERNELS.get(lesson, {}).items():
+            if name not in found:
+                continue
+            params, constexprs = found[name]["params"], set(found[name]["constexprs"])
+            args = [arg.split(":", 1)[0] for arg in entry["args"]]
+            if args != [p for p in params if p not in constexprs]:
+                problems.append(f"{lesson}: {name}({', '.join(params)}) takes "
+                                f"{[p for p in params if p not in constexprs]} besides its tl.constexprs; the table "
+                                f"says {args}.")
+            problems += [f"{lesson}: {name}: {arg!r} is not a kind the table knows" for arg in entry["args"]
+                         if not ARG_KINDS.fullmatch(arg.split(":", 1)[-1])]
+            for dtype in ("fp32", "fp16", "bf16"):
+                for launch in launches_of(entry, dtype):
+                    if set(launch) - OPTIONS != constexprs:
+                        problems.append(f"{lesson}: {name}'s tl.constexprs are {sorted(constexprs)}; a launch in the "
+                                        f"table gives {sorted(set(launch) - OPTIONS)}.")
+        for helper, users in HELPERS.get(lesson, {}).items():
+            problems += [f"{lesson}: HELPERS says {user} calls {helper}, and it does not" for user in users
+                         if user in found and not re.search(rf"\b{helper}\(", found[user]["source"])]
+        for tuner, info in results["lessons"][lesson]["autotuned"].items():
+            if info["kernel"] not in KERNELS.get(lesson, {}):
+                problems.append(f"{lesson}: {tuner} autotunes {info['kernel']}, which KERNELS does not describe.")
+    problems += [f"KERNELS names {lesson}, which is not a lesson" for lesson in set(KERNELS) - set(LESSONS)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("cc", TARGETS, ids=lambda cc: f"sm_{cc}")
+def test_every_reference_kernel_compiles(results, cc):
+    failed = [f"{c['lesson']}: {c['kernel']} ({c['dtype']}, {c['what']}: {describe(c['launch'])}):\n{c['error']}"
+              for c in results["compiles"] if c["cc"] == cc and "error" in c]
+    assert not failed, f"On sm_{cc} ({TARGETS[cc][0]}):\n" + "\n\n".join(failed)
+    uncovered = [f"{key[0]} ({key[2]}, {what})" for key, _, _, what, compiled in launched(results, cc)
+                 if compiled is None]
+    assert not uncovered, f"Not compiled for sm_{cc}: {uncovered}"
+
+
+def test_the_table_knows_which_kernels_use_tl_dot(results):
+    wrong = sorted({c["kernel"] for c in results["compiles"]
+                    if "error" not in c and c["tt_dot"] != KERNELS[c["lesson"]][c["kernel"]]["dot"]})
+    assert not wrong, f"KERNELS' dot=... is wrong for {wrong} (the compiled Triton IR says otherwise)"
+
+
+@pytest.mark.parametrize("cc", TARGETS, ids=lambda cc: f"sm_{cc}")
+def test_what_tl_dot_becomes(results, cc):
+    """FMAs on sm_75, mma.sync on 8.x, wgmma on 9.0; TF32 for fp32 inputs from 8.0 on; IEEE
+    input_precision on FMAs everywhere."""
+    wrong = []
+    for c in results["compiles"]:
+        if c["cc"] != cc or "error" in c or not c["tt_dot"]:
+            continue
+        ieee = c["launch"].get("PRECISION") == "ieee"
+        expected = "none" if ieee else DOT_PATH[cc]
+        operand = {"fp32": "tf32", "fp16": "f16", "bf16": "bf16", None: "tf32"}[c["dtype"]]
+        operands_right = expected == "none" or all(f".{operand}." in i for i in c["instructions"])
+        if c["tensor_cores"] != expected or not operands_right:
+            wrong.append(f"{c['kernel']} ({c['dtype']}, {describe(c['launch'])}): {c['tensor_cores']} "
+                         f"{c['instructions']}, expected {expected} on {operand}")
+        if expected == "none" and not c["fma"]:
+            wrong.append(f"{c['kernel']} ({c['dtype']}): neither tensor cores nor fma.rn.f32")
+    assert not wrong, f"tl.dot on sm_{cc}:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("cc", TARGETS, ids=lambda cc: f"sm_{cc}")
+def test_kit_dot_dtypes_agrees_with_the_compiler(results, cc):
+    """kit.dot_dtypes gives tl.dot fp16 and bf16 exactly where the compiler makes tensor-core code
+    of them, and its sentence claims nothing about tensor cores or TF32 that the PTX contradicts."""
+    lesson, name, index = DOT_PROBE
+    probe = {dtype: figures(results, name, cc, dtype, f"launch {index}") or
+             results["by_key"][name, cc, dtype, "probe"] for dtype in ("fp32", "fp16", "bf16")}
+    assert not [p for p in probe.values() if "error" in p], f"the dot probe failed to compile on sm_{cc}"
+    kit = results["kit"][cc]
+    tensor = {dtype: p["tensor_cores"] != "none" for dtype, p in probe.items()}
+    tf32 = any(".tf32." in i for i in probe["fp32"]["instructions"])
+    problems = [f"kit.dot_dtypes({cc // 10}, {cc % 10}) {'gives' if dtype in kit[DOT] else 'leaves out'} {dtype}, "
+                f"and tl.dot on {dtype} inputs compiles to {probe[dtype]['tensor_cores'] if tensor[dtype] else 'FMAs'} "
+                f"on sm_{cc} {probe[dtype]['instructions']}"
+                for dtype in ("fp16", "bf16") if (dtype in kit[DOT]) != tensor[dtype]]
+    if "fp32" not in kit[DOT]:
+        problems.append(f"kit.dot_dtypes({cc // 10}, {cc % 10}) leaves out fp32, which tl.dot takes everywhere")
+    note = kit["DOT_NOTE"]
+    claims = [  # (words of the kit's sentence, whether the compiler bears them out)
+        (r"tensor cores for fp16", tensor["fp16"]),
+        (r"tensor cores for (fp16 and )?bf16", tensor["bf16"]),
+        (r"TF32 for fp32", tf32),
+        (r"no tensor-core path", not any(tensor.values())),
+        (r"no TF32", not tf32),
+        (r"exact fp32", not tf32 and probe["fp32"]["fma"] > 0),
+    ]
+    said = [(words, holds) for words, holds in claims if re.search(words, note)]
+    if not any("tensor" in words for words, _ in said):
+        problems.append("DOT_NOTE says nothing this test recognises about tensor cores: teach `claims` its words")
+    problems += [f"DOT_NOTE says /{words}/, and the compiler shows otherwise (fp16: {probe['fp16']['tensor_cores']}, "
+                 f"bf16: {probe['bf16']['tensor_cores']}, fp32: {probe['fp32']['instructions'] or 'FMAs'})"
+                 for words, holds in said if not holds]
+    assert not problems, f"On sm_{cc} ({TARGETS[cc][0]}), the kit's note: {note!r}\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("cc", TARGETS, ids=lambda cc: f"sm_{cc}")
+def test_shared_memory_fits(results, cc):
+    """Every launch and autotune configuration fits the GPU's shared memory per block, except the
+    ones KNOWN_MISFITS names; every autotuned (GPU, dtype) keeps a configuration that fits."""
+    name, limit = TARGETS[cc]
+    misfits, fits, seen = {}, set(), {}
+    for key, index, launch, what, compiled in launched(results, cc):
+        if compiled is None or "error" in compiled or compiled is UNCHECKED:
+            continue  # test_every_reference_kernel_compiles says so; or left out (CONFIGS_UNCHECKED)
+        seen[key, index] = f"{key[0]} ({key[2]}, {what}: {describe(launch)}): {compiled['shared']} bytes"
+        if compiled["shared"] > limit:
+            misfits.setdefault(key, []).append(index)
+        else:
+            fits.add(key)
+    known = {key: indices for key, indices in KNOWN_MISFITS.items()
+             if key[1] == cc and key[1:] not in CONFIGS_UNCHECKED}
+    new = [seen[key, i] for key, indices in misfits.items() for i in indices if i not in known.get(key, [])]
+    gone = [seen.get((key, i), f"{key} {i}") for key, indices in known.items() for i in indices
+            if i not in misfits.get(key, [])]
+    message = f"sm_{cc} ({name}) gives a block at most {limit} bytes of shared memory.\n"
+    assert not new, message + "These do not fit (fix the lesson, or add them to KNOWN_MISFITS):\n" + "\n".join(new)
+    assert not gone, message + "KNOWN_MISFITS names these, which fit now: take them out.\n" + "\n".join(gone)
+    starved = [key for key in misfits if key[0] in {t for l in LESSONS for t in results["lessons"][l]["autotuned"]}
+               and key not in fits]
+    assert not starved, message + f"No configuration of these autotuners fits: {starved}"
+
+
+@pytest.mark.parametrize("cc", SAME_CODE_AS or {86: 80, 89: 80}, ids=lambda cc: f"sm_{cc}")
+def test_compiles_as_sm80(results, cc):
+    """sm_86 and sm_89 get the code sm_80 gets (what lets this test compile only GUARDS there)."""
+    compared, different = 0, []
+    for c in results["compiles"]:
+        if c["cc"] != cc or "error" in c:
+            continue
+        base = results["by_key"].get((c["kernel"], 80, c["dtype"], c["what"]))
+        if base is None or "error" in base:
+            continue
+        compared += 1
+        if any(c[key] != base[key] for key in ("shared", "tensor_cores", "instructions")):
+            different.append(f"{c['kernel']} ({c['dtype']}, {describe(c['launch'])}): {c['shared']} bytes, "
+                             f"{c['instructions']} on sm_{cc}; {base['shared']} bytes, {base['instructions']} on sm_80")
+    assert compared, f"nothing compiled for sm_{cc} to compare with sm_80"
+    assert not different, (f"sm_{cc} no longer compiles as sm_80: compile it in full (FULL, SAME_CODE_AS):\n"
+                           + "\n".join(different))
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--compile"]:
+    compile_all(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else len(os.sched_getaffinity(0)))
+    sys.exit(0)
