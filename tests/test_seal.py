@@ -170,6 +170,19 @@ def test_the_courses_code_finds_the_answers_and_pythons_builtins(notebook):
     assert "answer: element" in str(error) and receipt["verdict"] == "check failed", (error, receipt)
 
 
+def test_what_a_test_computed_is_freed_with_the_students_copy(notebook):
+    """The course keeps what its cells define, not the tensors a test made: once the notebook drops
+    its copy, the memory goes (a GPU notebook has a share of GPU memory, and tests make big inputs)."""
+    import gc
+    import weakref
+    notebook.test("inputs = rand(1000)")
+    made = weakref.ref(notebook.shell.user_ns["inputs"])
+    notebook.student("inputs = None")
+    notebook.test("pass")  # the next course cell sees the notebook as it is now
+    gc.collect()
+    assert made() is None, "the course's scope still holds the test's tensor"
+
+
 def test_a_course_helper_changed_through_its_globals_is_tampering(notebook):
     notebook.test(CHECK_DOUBLED)
     notebook.student("check_doubled.__globals__['check_doubled'] = lambda x: None")

@@ -14,9 +14,9 @@ methods. So, when grading:
   where a lesson defines its own helpers and references: 06's check_product, 05's layer_norm_torch)
   as `run(nonce, source, name)`. It runs in the course's scope: the names the course bound (the
   sealed kit, then what its cells bound), over the student's names (their answers), never over a
-  builtin. What the cell binds is the course's from then on: a later cell of the student's that
-  defines a name of the same name changes the student's namespace, where the cell's bindings are
-  copied too, and never what the course's code finds;
+  builtin. What the cell defines (functions, classes, modules, kernels) is the course's from then
+  on: a later cell of the student's that defines the same name changes the student's namespace,
+  where the cell's bindings are copied too, and never what the course's code finds;
 - before and after the test, the snapshot is compared with what is there now, torch's function and
   dispatch modes and Python's trace hooks are checked, and torch's comparisons are asked a question
   whose answer is known. Anything replaced fails the test, with a message naming it;
@@ -203,20 +203,27 @@ def _execute(source, name, into):
 
 
 def _keep_bindings(scope, before, course, namespace, sealed, kit_names):
-    """What the cell bound or deleted: the course's from now on (the kit's own names excepted: a
-    cell that rebinds one has already failed), and the student's namespace's too, as if the cell had
-    run there; never a sealed object of the kit's. Containers go into the course's scope as copies,
-    so that the student's namespace holds objects of its own."""
+    """What the cell bound or deleted goes to the student's namespace, as if the cell had run there
+    (never a sealed object of the kit's); its definitions (functions, classes, modules, kernels:
+    what later cells call) are the course's from now on, the kit's own names excepted (a cell that
+    rebinds one has already failed). Its data (the tensors a test made) stays the student's only,
+    so that the course holds no memory that the notebook frees."""
     missing = object()
     for name, value in scope.items():
         if before.get(name, missing) is value or name in kit_names:
             continue
         if sealed.get(name, missing) is not value:
             namespace[name] = value
-        course[name] = scope[name] = type(value)(value) if type(value) in (dict, list, set) else value
+        if _is_definition(value):
+            course[name] = value
     for name in before.keys() - scope.keys():
         course.pop(name, None)
         namespace.pop(name, None)
+
+
+def _is_definition(value):
+    """A function, class, module or Triton kernel (a jitted function, an autotuner), not data."""
+    return isinstance(value, (FunctionType, type, ModuleType)) or callable(value) or hasattr(value, "run")
 
 
 # Builtins that IPython and ipykernel set again for every cell: the last result, and input() (sent
