@@ -143,6 +143,16 @@ def test_a_check_failed_the_notebook_raised_is_the_students_output(notebook):
     assert "aGlkZGVu" in str(error) and receipt["verdict"] == "failed", (error, receipt)
     error, receipt = notebook.test("check_named(rand(4), 'doubled')")  # the course calling it: its verdict
     assert receipt["verdict"] == "check failed", (error, receipt)
+    # An answer that borrows a module's globals is still the notebook's code.
+    notebook.student("import contextlib, types\n\n"
+                     "def _raise(x):\n    raise CheckFailed('aGlkZGVu')\n\n"
+                     "disguised = types.FunctionType(_raise.__code__, dict(vars(contextlib), CheckFailed=CheckFailed))\n"
+                     "laundered = types.FunctionType(_raise.__code__, vars(contextlib))\n"
+                     "vars(contextlib)['CheckFailed'] = CheckFailed")
+    for answer in ("disguised", "laundered"):
+        error, receipt = notebook.test(f"{answer}(rand(4))")
+        assert "aGlkZGVu" in str(error) and receipt["verdict"] == "failed", (answer, error, receipt)
+    notebook.student("del vars(contextlib)['CheckFailed']")
 
 
 @pytest.mark.parametrize("redefinition", [

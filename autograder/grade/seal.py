@@ -182,13 +182,16 @@ def _raised_by_the_course(error, check_failed, own):
 
 def _is_course_or_library(frame, own):
     """The course's code (its globals are the course's scope or the sealed kit), or an installed
-    module's (the library a check calls through: contextlib, triton.testing). A notebook's code runs in
-    the notebook's namespace, or in a dict it made: neither is a module's."""
+    module's own code (the library a check calls through: contextlib, triton.testing): the module's
+    globals, and the code from the module's file. A notebook's code runs in the notebook's
+    namespace, or in a dict it made, and comes from its cells, even when it borrows a module's
+    globals."""
     globals_ = frame.f_globals
     if any(globals_ is mine for mine in own):
         return True
     module = sys.modules.get(globals_.get("__name__", ""))
-    return module is not None and module.__name__ != "__main__" and vars(module) is globals_
+    return module is not None and module.__name__ != "__main__" and vars(module) is globals_ \
+        and frame.f_code.co_filename == getattr(module, "__file__", None)
 
 
 def _execute(source, name, into):
