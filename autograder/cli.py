@@ -64,8 +64,11 @@ def _merge(args, course):
 
 
 def _demo(args, course):
-    from autograder.demo import demo
-    demo(course, args.assignment, reports=args.reports)
+    from autograder.demo import check, demo
+    from autograder.grade.batch import visible_gpus
+    grades = demo(course, args.assignment, reports=args.reports, students=args.students, workers=args.workers)
+    if args.check:  # every sample, "ci": False ones too, on this machine's GPU where it has one
+        return 1 if check(course, args.assignment, grades, on_gpu=bool(visible_gpus())) else 0
     return 0
 
 
@@ -117,6 +120,10 @@ def parser():
     demo = commands.add_parser("demo", help="grade the bundled sample class of a lesson")
     demo.add_argument("assignment", nargs="?", default="02_vector_add")
     demo.add_argument("--reports", type=Path, help="where grades.csv goes (default: <course>/reports)")
+    demo.add_argument("--students", nargs="+", default=(), metavar="NAME", help="grade only these samples")
+    demo.add_argument("--workers", type=int, help="notebooks graded at once (default: from cores and GPUs)")
+    demo.add_argument("--check", action="store_true",
+                      help="compare every grade with its sample; exit 1 if any differs (on a GPU: its on_gpu values)")
     demo.set_defaults(run=_demo)
     return top
 

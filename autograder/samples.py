@@ -45,6 +45,46 @@ def expected_here(sample, on_gpu):
     return {**sample, **sample.get("on_gpu", {})} if on_gpu else sample
 
 
+def graded_cells(course, lesson):
+    """{grade_id: (points, graded by hand?)} for every graded cell of the lesson."""
+    source = nbformat.read(course.notebook("source", lesson), as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: (c.metadata["nbgrader"]["points"],
+                                                 bool(c.metadata["nbgrader"].get("solution")))
+            for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def differences(sample, grade, cells):
+    """How a grade differs from what its sample asks (sample as expected_here gives it; cells as
+    graded_cells): a list of sentences, empty when the grade is exactly the sample's."""
+    found = []
+    # Answers graded by hand wait for a person, unless left as released (nbgrader scores those 0).
+    waiting = {test for test, (_, by_hand) in cells.items() if by_hand} - set(sample["fails"])
+    total = sum(points for points, _ in cells.values())
+    failed = sorted(t.test for t in grade.tests if t.score < t.max_score and not t.manual)
+    if failed != sorted(sample["fails"]):
+        lost, kept = sorted(set(failed) - set(sample["fails"])), sorted(set(sample["fails"]) - set(failed))
+        found.append(f"failed {', '.join(lost) or 'nothing more'} and passed {', '.join(kept) or 'nothing more'} "
+                     f"than it should ({grade.reason[:400]})")
+    if grade.max_score != total or {t.test for t in grade.tests} != set(cells):
+        found.append(f"graded {len(grade.tests)} of the lesson's {len(cells)} tests, out of {grade.max_score:g} "
+                     f"points where the lesson has {total:g}")
+    if {t.test for t in grade.tests if t.manual} != waiting:
+        found.append("the written answers waiting for a person are not the ones the sample leaves to grade")
+    expected = total - sum(cells[t][0] for t in set(sample["fails"]) & cells.keys() | waiting)
+    if not found and grade.score != expected:
+        found.append(f"scored {grade.score:g} where the sample asks {expected:g}")
+    status = sample.get("status", "failed tests" if sample["fails"] else "needs manual grading" if waiting else "ok")
+    if grade.status != status:
+        found.append(f"status {grade.status!r}, not {status!r} ({grade.reason[:400]})")
+    flags = sample.get("flags", [])
+    found += [f"no flag says {text!r}" for text in flags if not any(text in flag for flag in grade.flags)]
+    if grade.flags and not flags:
+        found.append(f"unexpected flags: {grade.flags}")
+    found += [f"{t.test} failed without saying why" for t in grade.tests
+              if t.score < t.max_score and not t.manual and not (t.message and t.message in grade.reason)]
+    return found
+
+
 def ci_samples(samples):
     """The samples the tests grade: all but those marked "ci": False."""
     return {student: sample for student, sample in samples.items() if sample.get("ci", True)}

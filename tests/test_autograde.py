@@ -15,7 +15,8 @@ import torch
 
 from autograder.course import Course
 from autograder.demo import demo
-from autograder.samples import ci_samples, expected_here, load_samples
+from autograder.grade import record
+from autograder.samples import ci_samples, differences, expected_here, graded_cells, load_samples
 from conftest import ROOT
 
 LESSONS = Course(ROOT).lessons()
@@ -48,14 +49,6 @@ def graded(course, tmp_path_factory):
     return grade_class
 
 
-def _graded_cells(course, lesson):
-    """{grade_id: (points, graded by hand?)} for every graded cell of the lesson."""
-    source = nbformat.read(course.notebook("source", lesson), as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: (c.metadata["nbgrader"]["points"],
-                                                 bool(c.metadata["nbgrader"].get("solution")))
-            for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")}
-
-
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_lesson_has_a_sample_class(course, lesson):
     samples = load_samples(course, lesson)
@@ -69,26 +62,7 @@ def test_every_lesson_has_a_sample_class(course, lesson):
 def test_sample_gets_exactly_its_grade(course, graded, lesson, student):
     # graded on the GPU where there is one
     sample = expected_here(SAMPLES[lesson][student], torch.cuda.is_available())
-    grade = graded(lesson)[0][student]
-    cells = _graded_cells(course, lesson)
-    # Answers graded by hand wait for a person, unless left as released (nbgrader scores those 0).
-    waiting = {test for test, (_, by_hand) in cells.items() if by_hand} - set(sample["fails"])
-    total = sum(points for points, _ in cells.values())
-    assert grade.max_score == total
-    failed = sorted(t.test for t in grade.tests if t.score < t.max_score and not t.manual)
-    assert failed == sorted(sample["fails"]), grade.reason
-    assert {t.test for t in grade.tests} == set(cells), "every test must be graded, none missing"
-    assert {t.test for t in grade.tests if t.manual} == waiting, "written answers wait for a person"
-    assert grade.score == total - sum(cells[t][0] for t in set(sample["fails"]) | waiting)
-    status = sample.get("status", "failed tests" if sample["fails"] else
-                        "needs manual grading" if waiting else "ok")
-    assert grade.status == status, grade.reason
-    expected_flags = sample.get("flags", [])
-    assert all(any(text in flag for flag in grade.flags) for text in expected_flags), grade.flags
-    assert expected_flags or not grade.flags, f"unexpected flags: {grade.flags}"
-    for test in grade.tests:
-        if test.score < test.max_score and not test.manual:
-            assert test.message and test.message in grade.reason, f"{test.test} failed without saying why"
+    assert not differences(sample, graded(lesson)[0][student], graded_cells(course, lesson))
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -124,3 +98,23 @@ def test_feedback_explains_failures_without_showing_hidden_tests(course, graded,
 def _visible_code(course, lesson):
     release = nbformat.read(course.notebook("release", lesson), as_version=4)
     return "\n".join(cell.source for cell in release.cells)
+
+
+def test_a_grade_unlike_its_sample_is_reported(course):
+    """`differences` (what this file and `autograder demo --check` compare) names each way a grade can
+    differ from its sample: a test failed or passed against it, a missing or unexpected flag, a
+    failure without a reason."""
+    cells = graded_cells(course, "02_vector_add")
+    tests = [record.TestResult(test, points, points) for test, (points, _) in cells.items()]
+    total = sum(points for points, _ in cells.values())
+    right = record.StudentGrade("ada", total, total, "ok", tests=tests)
+    assert differences({"fails": []}, right, cells) == []
+    wrong = record.StudentGrade("ada", total - 2, total, "failed tests", reason="test_add: CheckFailed: add is wrong",
+                         tests=[record.TestResult(t.test, 0, t.max_score, "CheckFailed: add is wrong") if t.test == "test_add"
+                                else t for t in tests], flags=["imports os"])
+    found = differences({"fails": [], "flags": ["torch fallback"]}, wrong, cells)
+    assert any("failed test_add" in f for f in found) and any("status 'failed tests'" in f for f in found), found
+    assert any("no flag says 'torch fallback'" in f for f in found), found
+    silent = record.StudentGrade("ada", total - 2, total, "failed tests",
+                          tests=[record.TestResult(t.test, 0, t.max_score) if t.test == "test_add" else t for t in tests])
+    assert "test_add failed without saying why" in differences({"fails": ["test_add"]}, silent, cells)
