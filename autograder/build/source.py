@@ -6,6 +6,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from autograder.grade.integrity import cell_names  # the audit's reading of a cell's Python
 from autograder.build.cells import (JUPYTEXT_FORMAT, NBGRADER_DEFAULTS, SETUP_TAG, fingerprint,
                                     is_setup)
 
@@ -68,7 +69,6 @@ class RequireLockedReferences:
     cell the student may edit, where a reference could change together with the answers it checks."""
 
     def __call__(self, nb, lesson):
-        from autograder.grade.integrity import cell_names  # the audit's reading of a cell's Python
         course, editable, read = set(), {}, {}
         for index, cell in enumerate(nb.cells, 1):
             if cell.cell_type != "code":

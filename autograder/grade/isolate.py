@@ -44,6 +44,12 @@ def physical_gpu(index, visible=None):
     return devices[int(index)] if int(index) < len(devices) else str(index)
 
 
+def grading_mode(gpu):
+    """Where the grader runs a notebook's kernels: on a GPU when it gives the sandbox one (a GPU
+    slot, on a machine with GPU devices), else on Triton's interpreter."""
+    return "cuda" if gpu not in (None, "") and sandbox.gpu_devices() else "interpreter"
+
+
 class SandboxedExecute(NbGraderPreprocessor):
     deadline = Integer(900, help="Seconds the whole notebook may run; then it is killed (SIGKILL)").tag(config=True)
     cell_timeout = Integer(300, help="Seconds one cell may run").tag(config=True)
@@ -104,9 +110,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         return flags
 
     def _mode(self):
-        """Where the grader runs the notebook's kernels: on a GPU when it gives the sandbox one (a GPU
-        slot, on a machine with GPU devices), else on Triton's interpreter."""
-        return "cuda" if self.gpu and sandbox.gpu_devices() else "interpreter"
+        return grading_mode(self.gpu)
 
     def _command(self, workdir, notebook, report_fd, limits):
         inner = [sys.executable, "-m", "autograder.grade.execute", f"{sandbox.WORK}/{notebook.name}",

@@ -21,9 +21,9 @@ from autograder.grade import integrity
 from autograder.grade.collect import TIMESTAMP, beside_notebook, left_out_note
 from autograder.grade.feedback import attach_notes
 from autograder.grade.integrity import grade_id
+from autograder.grade.isolate import grading_mode
 from autograder.grade.record import not_graded, record
 from autograder.grade.recover import recover_metadata
-from autograder.grade.sandbox import gpu_devices
 
 # nbgrader's autograde pipeline with its Execute step replaced by ours.
 SANDBOX_CONFIG = """
@@ -86,8 +86,8 @@ class SandboxRunner:
             return not_graded(submission.student, self.assignment, self.template, problem,
                               time.monotonic() - started, flags, notes)
         notes += [recovered] if recovered else []
-        on_gpu = gpu is not None and bool(gpu_devices())
-        notes += [note for note in [integrity.interpreter_note(student_nb)] if note and on_gpu]
+        if grading_mode(gpu) == "cuda":
+            notes += [note for note in [integrity.interpreter_note(student_nb)] if note]
         with tempfile.TemporaryDirectory(prefix=f"grade-{submission.student}-") as scratch_dir:
             scratch = Course(Path(scratch_dir) / "course")
             shutil.copytree(self.template.root, scratch.root)

@@ -13,7 +13,7 @@ methods. So, when grading:
 - execute.py sends each of the course's cells after the setup (test cells, and the read-only cells
   where a lesson defines its own helpers and references: 06's check_product, 05's layer_norm_torch)
   as `run(nonce, source, name)`. It runs in the course's scope: the names the course bound (the
-  sealed kit, then what its cells bound), over the student's names (their answers), never over a
+  sealed kit, then what its cells defined), over the student's names (their answers), never over a
   builtin. What the cell defines (functions, classes, modules, kernels) is the course's from then
   on: a later cell of the student's that defines the same name changes the student's namespace,
   where the cell's bindings are copied too, and never what the course's code finds;
@@ -95,7 +95,7 @@ def _install(key, mode):
             sealed[name] = _rebound(value, sealed, namespace)
     sealed["__builtins__"] = dict(vars(builtins))
     sealed["_GRADED_IN"] = mode  # the kit's performance checks compare their mode with the grader's
-    course = dict(sealed)  # what the course bound: the kit, then what its cells bind
+    course = dict(sealed)  # what the course defined: the kit, then its cells' definitions
     scope = {}  # the globals of the course's cells: course over the notebook's names (see _refresh)
     checks = _Checks(sealed, course, scope)
     problems = checks()
@@ -226,7 +226,7 @@ def _keep_bindings(scope, before, course, namespace, sealed, kit_names):
 
 def _is_definition(value):
     """A function, class, module or Triton kernel (a jitted function, an autotuner), not data."""
-    return isinstance(value, (FunctionType, type, ModuleType)) or callable(value) or hasattr(value, "run")
+    return callable(value) or isinstance(value, ModuleType) or hasattr(value, "run")
 
 
 # Builtins that IPython and ipykernel set again for every cell: the last result, and input() (sent
