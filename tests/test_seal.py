@@ -180,6 +180,23 @@ def test_the_courses_code_finds_the_answers_and_pythons_builtins(notebook):
     assert "answer: element" in str(error) and receipt["verdict"] == "check failed", (error, receipt)
 
 
+def test_a_course_cell_defines_a_kernel_that_calls_the_answer(notebook):
+    """06's read-only cell program_tiles defines a @triton.jit kernel that calls the student's
+    @triton.jit tile_of_program, and later tests launch it: on a GPU as under the interpreter."""
+    notebook.student("@triton.jit\ndef doubled(x):\n    return x * 2")
+    error, receipt = notebook.test(
+        "@triton.jit\ndef course_kernel(out_ptr, BLOCK: tl.constexpr):\n"
+        "    offsets = tl.arange(0, BLOCK)\n    tl.store(out_ptr + offsets, doubled(offsets))\n\n\n"
+        "def run_course_kernel():\n    out = guarded_empty(16, dtype=torch.int32)\n"
+        "    call_answer(lambda: course_kernel[(1,)](out, BLOCK=16), name='doubled')\n    return out")
+    assert error is None and receipt["verdict"] == "passed", (error, receipt)
+    import inspect
+    assert "doubled(offsets)" in inspect.getsource(notebook.shell.user_ns["course_kernel"].fn)
+    error, receipt = notebook.test("out = run_course_kernel()\n"
+                                   "check_output(out, 2 * torch.arange(16, dtype=torch.int32, device=out.device))")
+    assert error is None and receipt["verdict"] == "passed", (error, receipt)
+
+
 def test_what_a_test_computed_is_freed_with_the_students_copy(notebook):
     """The course keeps what its cells define, not the tensors a test made: once the notebook drops
     its copy, the memory goes (a GPU notebook has a share of GPU memory, and tests make big inputs)."""

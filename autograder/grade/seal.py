@@ -41,7 +41,7 @@ import re
 import sys
 from _hashlib import hmac_digest, openssl_sha256
 from ast import Expr, Interactive, PyCF_ONLY_AST
-from linecache import cache as line_cache
+import linecache
 from types import FunctionType, ModuleType
 
 # Everything the installed seal uses is taken now, when this module is imported (before any student
@@ -130,7 +130,7 @@ def _refresh(scope, course, namespace):
 
 
 def _runner(namespace, sealed, course, scope, checks, receipt):
-    started = set()
+    started, runs = set(), {}
     kit_names = {name for name, value in sealed.items() if isinstance(value, (FunctionType, type, ModuleType))}
     own = (scope, sealed)  # the globals of the course's code
 
@@ -140,11 +140,12 @@ def _runner(namespace, sealed, course, scope, checks, receipt):
         if nonce in started:
             problems.append("the test was started a second time")
         started.add(nonce)
+        runs[name] = runs.get(name, 0) + 1  # each run its own file name: a kernel's source is read from it later
         _refresh(scope, course, namespace)
         before = dict(scope)
         error = None
         try:
-            _execute(source, name, scope)
+            _execute(source, f"<test {name}>" if runs[name] == 1 else f"<test {name}, run {runs[name]}>", scope)
         except BaseException as raised:  # a failed check, the student's own error, KeyboardInterrupt
             error = raised
         problems += [f"{name} was rebound in the test's namespace" for name in kit_names
@@ -194,10 +195,11 @@ def _is_course_or_library(frame, own):
         and frame.f_code.co_filename == getattr(module, "__file__", None)
 
 
-def _execute(source, name, into):
+def _execute(source, filename, into):
     """Run a test cell's source as IPython would: statements, then its last expression displayed."""
-    filename = f"<test {name}>"
-    line_cache[filename] = (len(source), None, source.splitlines(True), filename)  # for tracebacks
+    # Where tracebacks, and @triton.jit (which reads a kernel's source), find the cell's lines: the
+    # module's own cache (a module is not copied into the seal's globals, as a dict would be).
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     tree = compile(source, filename, "exec", PyCF_ONLY_AST)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], Expr) else None
     exec(compile(tree, filename, "exec"), into)
