@@ -263,6 +263,14 @@ class _ReadOutside(Exception):
     """Stops a kernel under the interpreter at its first load outside the tensors it was given."""
 
 
+# Captured now, like the checks' torch functions: a replay runs Triton's own interpreter, whatever a
+# notebook patches later.
+_INTERPRETED_RUN = None
+with contextlib.suppress(ImportError):
+    from triton.runtime.interpreter import InterpretedFunction as _InterpretedFunction
+    _INTERPRETED_RUN = _InterpretedFunction.run
+
+
 def _launch_spans(arg_names, args, kwargs):
     """(name, tensor, first byte, end byte) for each tensor a launch was given, from its first element
     to its last; None when the launch holds memory we cannot place (a tensor off the CPU, a tensor
@@ -312,26 +320,25 @@ def _read_outside(kernel, spans, addresses, loaded):
 
 @contextlib.contextmanager
 def _loads_in_bounds():
-    """Under Triton's interpreter, a kernel launched in the block that loads from memory outside the
-    tensors it was given is stopped there, and the block fails saying where it read (even if the
-    answer caught the error). Not seen: a read that lands in another tensor the kernel was given, or
-    between the rows of a strided view (inside its span); the tests' guard bands keep tensors apart,
-    and a view's last row runs past its end. A GPU cannot see loads: there, the poison in the
-    inputs' guard bands shows those whose values reach the output (see _poison)."""
+    """A kernel launched in the block that loads from memory outside the tensors it was given is
+    stopped there, and the block fails saying where it read (even if the answer caught the error).
+    Under Triton's interpreter every launch is watched; on a GPU, where nothing sees a load, small
+    launches are run once more by the interpreter first (_replay_on_the_interpreter). Not seen: a
+    read that lands in another tensor the kernel was given, or between the rows of a strided view
+    (inside its span); the tests' guard bands keep tensors apart, and a view's last row runs past its
+    end. On a GPU the poison in the inputs' guard bands also shows a stray load of a launch too large
+    to replay, where its values reach the output (see _poison)."""
     __tracebackhide__ = True
+    if ON_GPU and _REPLAYED["timing"]:  # nothing is replayed there (see _timing): no cost either
+        yield
+        return
     try:
         from triton.runtime.interpreter import InterpretedFunction, InterpreterBuilder
     except ImportError:  # a Triton without an interpreter
-        InterpretedFunction = None
-    if ON_GPU or InterpretedFunction is None:
         yield
         return
-    run, load = InterpretedFunction.run, InterpreterBuilder.create_masked_load
+    load, store = InterpreterBuilder.create_masked_load, InterpreterBuilder.create_masked_store
     launch, strays = {}, []
-
-    def run_watched(self, *args, **kwargs):
-        launch.update(kernel=self.__name__, spans=_launch_spans(self.arg_names, args, kwargs))
-        return run(self, *args, **kwargs)
 
     def load_checked(builder, ptrs, mask, *rest, **kwargs):
         if launch.get("spans") is not None:
@@ -341,15 +348,206 @@ def _loads_in_bounds():
             if stray:
                 strays.append(stray)
                 raise _ReadOutside(stray)
+        _count(launch, "loaded", ptrs, mask)
         return load(builder, ptrs, mask, *rest, **kwargs)
 
-    InterpretedFunction.run, InterpreterBuilder.create_masked_load = run_watched, load_checked
+    def store_counted(builder, ptrs, value, mask, *rest, **kwargs):
+        _count(launch, "stored", ptrs, mask)
+        return store(builder, ptrs, value, mask, *rest, **kwargs)
+
+    if ON_GPU:
+        from triton.runtime.jit import JITFunction as launched
+
+        def run_watched(self, *args, grid, warmup, **kwargs):
+            if not warmup:
+                _replay_on_the_interpreter(self, args, kwargs, grid, launch)
+            return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+    else:
+        launched = InterpretedFunction
+
+        def run_watched(self, *args, **kwargs):
+            launch.update(kernel=self.__name__, spans=_launch_spans(self.arg_names, args, kwargs), loaded=0, stored=0)
+            result = run(self, *args, **kwargs)
+            _counted_in_traffic(launch)
+            return result
+
+    run = launched.run
+    launched.run, InterpreterBuilder.create_masked_load, InterpreterBuilder.create_masked_store = \
+        run_watched, load_checked, store_counted
     try:
         yield
     finally:
-        InterpretedFunction.run, InterpreterBuilder.create_masked_load = run, load
+        launched.run, InterpreterBuilder.create_masked_load, InterpreterBuilder.create_masked_store = \
+            run, load, store
         if strays:
             _fail(strays[0])
+
+
+class Traffic:
+    """The bytes that kernels launched inside memory_traffic() loaded and stored (lanes masked off
+    not counted), as Triton's interpreter counts them: under the interpreter every launch that
+    call_answer made; on a GPU the launches it replayed (small ones, each distinct launch once: see
+    _replay_on_the_interpreter). `counted`
+    is False when no launch was counted: then the numbers say nothing."""
+
+    def __init__(self):
+        self.loaded = self.stored = 0
+        self.counted = False
+
+
+_TRAFFIC = []  # the Traffic of each memory_traffic() block open
+
+
+@contextlib.contextmanager
+def memory_traffic():
+    """`with memory_traffic() as moved: out = call_answer(f, x)`: moved.loaded and moved.stored are the
+    bytes its kernels read and wrote, so that a test can ask for one read and one write (see Traffic)."""
+    traffic = Traffic()
+    _TRAFFIC.append(traffic)
+    try:
+        yield traffic
+    finally:
+        _TRAFFIC.remove(traffic)
+
+
+def _count(launch, what, ptrs, mask):
+    if what in launch:
+        lanes = int(np.broadcast_to(mask.data, ptrs.data.shape).sum())
+        launch[what] += lanes * ptrs.get_element_ty().primitive_bitwidth // 8
+
+
+def _counted_in_traffic(launch):
+    """A launch the interpreter ran to its end: its bytes go to every memory_traffic() block open."""
+    for traffic in _TRAFFIC:
+        traffic.loaded += launch.get("loaded", 0)
+        traffic.stored += launch.get("stored", 0)
+        traffic.counted = True
+
+
+# What a GPU replays under the interpreter: launches of at most this many programs, whose tensors'
+# memory is at most this many bytes, each distinct launch (kernel, layouts, values, options) once, for
+# at most this many seconds of CPU in a notebook. The tests' edge cases (a length of 1, a prime, a
+# shape not a multiple of any block) are small, and they are where a missing mask reads past the end.
+_REPLAY_PROGRAMS, _REPLAY_BYTES, _REPLAY_SECONDS = 128, 2**26, 60.0
+_REPLAYED = {"launches": set(), "seconds": 0.0, "running": False, "timing": 0}
+
+
+class _TooLargeToReplay(Exception):
+    pass
+
+
+def _launch_key(kernel, args, kwargs, grid):
+    """What decides where a launch's loads go: its kernel, the layout of each tensor, every other value."""
+    def key(value):
+        if isinstance(value, torch.Tensor):
+            return ("tensor", tuple(value.shape), value.stride(), value.dtype, value.storage_offset())
+        if isinstance(value, (tuple, list)):
+            return tuple(key(v) for v in value)
+        return repr(value)[:200]
+    return (id(kernel.fn), key(args), tuple((name, key(value)) for name, value in sorted(kwargs.items())),
+            "grid function" if callable(grid) else key(grid))
+
+
+def _host_copies(args, kwargs):
+    """The launch's arguments with each tensor copied to the CPU in the same layout (its whole storage,
+    guard bands included, and tensors that share memory still sharing it), or None when they are too
+    large to replay."""
+    tensors, storages = [], {}
+
+    def gather(value):
+        if isinstance(value, torch.Tensor):
+            tensors.append(value)
+        elif isinstance(value, tuple):
+            for v in value:
+                gather(v)
+    for value in (*args, *kwargs.values()):
+        gather(value)
+    unique = {t.untyped_storage().data_ptr(): t.untyped_storage() for t in tensors}
+    if sum(storage.nbytes() for storage in unique.values()) > _REPLAY_BYTES:
+        return None
+    for ptr, storage in unique.items():
+        storages[ptr] = _empty(storage.nbytes(), dtype=torch.uint8).untyped_storage()
+        storages[ptr].copy_(storage)
+
+    def host(value):
+        if isinstance(value, tuple):
+            return type(value)(*map(host, value)) if hasattr(value, "_fields") else tuple(map(host, value))
+        if not isinstance(value, torch.Tensor):
+            return value
+        copy = _empty(0, dtype=value.dtype, device="cpu")
+        return copy.set_(storages[value.untyped_storage().data_ptr()], value.storage_offset(), value.shape,
+                         value.stride())
+    return [host(v) for v in args], {name: host(v) for name, v in kwargs.items()}
+
+
+def _interpreted_call(self, *args, **kwargs):
+    """A @triton.jit helper called from a kernel being replayed (the student's, or one of Triton's
+    own, such as tl.sigmoid): interpreted too."""
+    from triton.runtime.interpreter import InterpretedFunction
+    return InterpretedFunction(self.fn)(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _language_kept():
+    """Inside the block Triton's interpreter points triton.language (its functions, tl.tensor's and
+    tl.dtype's methods) at its own versions, and a helper's interpreted call leaves them there (in
+    interpreter mode nothing is compiled): here they are all put back afterwards, since the GPU
+    compiles the next kernel with them."""
+    core = tl.core
+    objects = [tl, core, tl.math, core.tensor, core.dtype] + [getattr(core, name) for name in
+                                                              ("condition", "tensor_descriptor_base") if hasattr(core, name)]
+    saved = [dict(vars(thing)) for thing in objects]
+    try:
+        yield
+    finally:
+        for thing, was in zip(objects, saved):
+            now = vars(thing)
+            for name in [name for name in now if name not in was]:
+                delattr(thing, name)
+            for name, value in was.items():
+                if now.get(name, _language_kept) is not value:
+                    setattr(thing, name, value)
+
+
+def _replay_on_the_interpreter(kernel, args, kwargs, grid, launch):
+    """Run a small GPU launch first under Triton's interpreter, on host copies of its arguments, where
+    _loads_in_bounds sees every load: a kernel that masks its store but not its loads is found on a
+    GPU too. What the interpreter cannot run (bf16, an operation it lacks, a grid of more than
+    _REPLAY_PROGRAMS programs) it does not judge: the launch on the GPU is what the tests check.
+    Nothing the replay does is the answer's work (count_launches does not see it)."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+    if _REPLAYED["running"] or _REPLAYED["timing"] or _REPLAYED["seconds"] > _REPLAY_SECONDS or \
+            not hasattr(kernel, "fn"):
+        return
+    key = _launch_key(kernel, args, kwargs, grid)
+    if key in _REPLAYED["launches"]:
+        return
+    _REPLAYED["launches"].add(key)
+
+    def few_programs(meta):
+        shape = tuple(grid(meta) if callable(grid) else grid)
+        if math.prod(shape) > _REPLAY_PROGRAMS:
+            raise _TooLargeToReplay
+        return shape
+
+    start, call = _clock(), JITFunction.__call__
+    _REPLAYED["running"], JITFunction.__call__ = True, _interpreted_call
+    try:
+        host = _host_copies(args, kwargs)
+        spans = host and _launch_spans(kernel.arg_names, *host)
+        if spans:
+            launch.update(kernel=kernel.__name__, spans=spans, loaded=0, stored=0)
+            with _language_kept():
+                _INTERPRETED_RUN(InterpretedFunction(kernel.fn), *host[0], grid=few_programs, warmup=False,
+                                 **host[1])
+            _counted_in_traffic(launch)
+    except Exception:  # a stray load is in _loads_in_bounds' list already; anything else is no verdict
+        pass
+    finally:
+        _REPLAYED["running"], JITFunction.__call__ = False, call
+        launch.clear()
+        _REPLAYED["seconds"] += _clock() - start
 
 
 def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None, hint=None):
@@ -495,7 +693,7 @@ def count_launches():
     class WatchExits(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             name = getattr(func, "__name__", "")
-            if not launches.books and name in _TORCH_EXITS and not launch_machinery(name):
+            if not (launches.books or _REPLAYED["running"]) and name in _TORCH_EXITS and not launch_machinery(name):
                 launches.torch_ops.append(f"Tensor.{name}")
             return func(*args, **(kwargs or {}))
 
@@ -509,7 +707,7 @@ def count_launches():
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             result = func(*args, **(kwargs or {}))
             name = func.overloadpacket.__name__
-            if launches.books or func.is_view or name in _TORCH_VIEWS or (
+            if launches.books or _REPLAYED["running"] or func.is_view or name in _TORCH_VIEWS or (
                     name in _TORCH_ALLOCATIONS and name.endswith("_")) or launch_machinery(name):
                 return result
             launches.books += 1
@@ -559,10 +757,24 @@ def expect_launched(launches, what, out=None):
               "empty (torch.empty_like) and let your kernel write every element of it.")
 
 
+def _instrument(name):
+    """The kit's instruments (bench_ms, copy_bandwidth) measure answers: one called by an answer under
+    test (a time_gpu that returns bench_ms(fn)) has left its exercise to the kit. The call_answer
+    running it is found on the stack, so that the notebook's copy of the kit tells the graded tests'
+    sealed copy (autograder/grade/seal.py), which shares its code."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _CALL_ANSWER:
+            frame.f_locals["instruments"].append(name)
+            return
+        frame = frame.f_back
+
+
 def call_answer(fn, *args, name=None, **kwargs):
     """Call a student's function; a stub or a kernel that cannot run becomes a message about what to do."""
     __tracebackhide__ = True
     name = name or getattr(fn, "__name__", "your function")
+    instruments = []  # the kit's instruments the answer calls (see _instrument)
     try:
         with _loads_in_bounds():
             return fn(*args, **kwargs)
@@ -575,6 +787,13 @@ def call_answer(fn, *args, name=None, **kwargs):
                 last += " (block sizes must be powers of two: round up with triton.next_power_of_2(n) and mask)"
             _fail(f"{name}: Triton could not run your kernel: {last}")
         raise
+    finally:
+        if instruments:  # said whatever else happened: it is why the answer's results mean nothing
+            _fail(f"{name} calls the kit's {instruments[0]}, the instrument the course measures answers "
+                  "with: an answer does its own work. Write it yourself, as its exercise describes.")
+
+
+_CALL_ANSWER = call_answer.__code__
 
 
 def check_choice(answer, name, choices="abcd", expected=None, why=""):
@@ -652,6 +871,25 @@ def bench_ms(fn, *inputs, expect=None, atol=None, rtol=None):
     and (given `expect`) its result is checked against expect(*inputs). So a timed call does all
     the work it is credited for: no result kept from an earlier call, no work left running on
     another stream, no second call that skips the work. `atol` and `rtol` go to check_output."""
+    __tracebackhide__ = True
+    _instrument("bench_ms")
+    with _timing():
+        return _bench(fn, inputs, expect, atol, rtol)
+
+
+@contextlib.contextmanager
+def _timing():
+    """While a call is timed, call_answer does not replay its launches under the interpreter (see
+    _replay_on_the_interpreter): the replay's CPU time would be timed with it, and a small kernel's
+    launch would wait on the CPU. The tests' untimed calls are replayed."""
+    _REPLAYED["timing"] += 1
+    try:
+        yield
+    finally:
+        _REPLAYED["timing"] -= 1
+
+
+def _bench(fn, inputs, expect, atol, rtol):
     __tracebackhide__ = True
     if inputs:
         return _bench_fresh(fn, inputs, expect, atol, rtol)
@@ -786,15 +1024,22 @@ _COPY_BANDWIDTH = {}
 
 def copy_bandwidth(n=None):
     """This device's measured copy bandwidth in GB/s (bytes read + bytes written): our roofline."""
+    _instrument("copy_bandwidth")
     n = n or sized(2**26, 2**16)
     # Graded checks measure their roof inside an exclusive turn (see exclusive_gpu), and from then on
     # that measurement is the one to trust.
     key = (n, _TURN["held"] or (n, True) in _COPY_BANDWIDTH)
     if key not in _COPY_BANDWIDTH:
-        src = torch.empty(n, dtype=torch.float32, device=DEVICE).uniform_()
-        dst = torch.empty_like(src)
-        _COPY_BANDWIDTH[key] = gbps(2 * src.numel() * src.element_size(), bench_ms(lambda: dst.copy_(src)))
+        src = torch.empty(n, dtype=torch.float32, device=DEVICE)
+        # Timed as the performance tests time kernels (bench_ms with inputs: new values before each
+        # call, calls back to back, the fixed cost of a round differenced out), so that a kernel
+        # that moves its bytes as fast as a copy reads 100% of it, not more.
+        _COPY_BANDWIDTH[key] = gbps(2 * src.numel() * src.element_size(), bench_ms(_copied, src))
     return _COPY_BANDWIDTH[key]
+
+
+def _copied(src):
+    return src.clone()
 
 
 # The mode the course's grader ran this notebook in. Graded tests use a copy of this kit that the

@@ -342,16 +342,18 @@ def ten_ops_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 
 # %% [markdown]
-# The test runs your kernel on 1000 fp32 elements in blocks of 256 (the last block is partial) and
-# compares with `ten_ops_torch`.
+# The test runs your kernel on 1000 fp32 elements in blocks of 256 (the last block is partial),
+# compares with `ten_ops_torch`, and counts the bytes it loads and stores: one load of `x` and one
+# store of `out`, 4000 bytes each.
 
 # %% nbgrader={"grade": true, "grade_id": "test_ten_ops_kernel", "locked": true, "points": 2}
 n, BLOCK_SIZE = 1000, 256
 x = rand(n)
 x_before = x.clone()
 out = guarded_empty(n)
-call_answer(lambda: ten_ops_kernel[(triton.cdiv(n, BLOCK_SIZE),)](x, out, n, BLOCK_SIZE=BLOCK_SIZE),
-            name="ten_ops_kernel")
+with memory_traffic() as moved:  # the bytes the kernel loads and stores, as Triton's interpreter counts them
+    call_answer(lambda: ten_ops_kernel[(triton.cdiv(n, BLOCK_SIZE),)](x, out, n, BLOCK_SIZE=BLOCK_SIZE),
+                name="ten_ops_kernel")
 try:
     check_output(out, ten_ops_torch(x), name="ten_ops_kernel", inputs=[(x, x_before)])
 except CheckFailed as failure:
@@ -360,7 +362,13 @@ except CheckFailed as failure:
     raise CheckFailed(f"{failure} Compare your ten lines with ten_ops_torch one by one: relu is "
                       "tl.maximum(y, 0.0), the clamp is tl.minimum(y, 3.0), and steps 9 and 10 use the "
                       "original x.") from None
-print("ten_ops_kernel matches ten_ops_torch on 1000 elements.")
+if moved.counted and (moved.loaded, moved.stored) != (4 * n, 4 * n):
+    raise CheckFailed(f"ten_ops_kernel loaded {moved.loaded} bytes and stored {moved.stored} for {n} fp32 "
+                      f"elements: a fused kernel loads x once and stores out once ({4 * n} bytes each). An "
+                      "intermediate stored and loaded back is the traffic fusion removes (a GPU's cache can "
+                      "hide its time at some sizes, not its bytes): keep y in registers from the load to the "
+                      "store.")
+print("ten_ops_kernel matches ten_ops_torch on 1000 elements, with one load and one store.")
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_ten_ops_kernel_hidden", "locked": true, "points": 2}

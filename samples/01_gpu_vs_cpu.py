@@ -81,4 +81,8 @@ def scale_kernel(x_ptr, out_ptr, a, n_elements, BLOCK_SIZE: tl.constexpr):
     "gil": {"about": "wrong multiple-choice answers", "answers": "solution",
             "edits": {"quiz_q1": [['"c"', '"a"']], "quiz_q2": [['"d"', '"b"']], "quiz_q3": [['"a"', '"d"']]},
             "fails": ["test_quiz_q1", "test_quiz_q2", "test_quiz_q3"], "ci": False},
+    "hal": {"about": "time_gpu hands its work to the kit's own timer (bench_ms): exercise 1 not done",
+            "answers": "solution",
+            "replace": {"time_gpu": "def time_gpu(fn, repeats=20):\n    return bench_ms(fn)\n"},
+            "fails": ["test_time_gpu", "test_time_gpu_hidden", "test_add_bandwidth"]},
 }

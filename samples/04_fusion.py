@@ -96,6 +96,14 @@ def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, x_row_stride, out_row_stride,
             "fails": ["test_ten_ops", "test_ten_ops_hidden"],
             # The work done twice: on an H200 51% of the copy bandwidth, below the 60% a GPU grades.
             "on_gpu": {"fails": ["test_ten_ops", "test_ten_ops_hidden", "test_ten_ops_performance"]}},
+    "hal": {"about": "a fused kernel that stores an intermediate and loads it back (right values, twice the traffic)",
+            "answers": "solution",
+            "edits": {"ten_ops_kernel": [["    y = tl.abs(y)\n",
+                                          "    y = tl.abs(y)\n    tl.store(out_ptr + offsets, y, mask=mask)\n"
+                                          "    y = tl.load(out_ptr + offsets, mask=mask).to(tl.float32)\n"]]},
+            # Its speed can pass (the GPU's cache hides the second pass); the bytes the interpreter
+            # counts do not: one load and one store is what the exercise asks.
+            "fails": ["test_ten_ops_kernel"], "ci": False},
     "gus": {"about": "counted one read per kernel (and predicted from that count), wrong quiz letters",
             "answers": "solution",
             "edits": {"count_bytes": [["two_inputs * 3", "two_inputs * 2"]],

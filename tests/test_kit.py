@@ -1,4 +1,5 @@
 """The kit's checks on real kernels under Triton's interpreter: each mistake gets its message."""
+import contextlib
 import math
 import os
 import subprocess
@@ -89,11 +90,7 @@ def test_a_grid_too_small_is_named():
         check_output(out, x + y, name="add")
 
 
-interpreter_only = pytest.mark.skipif(kit.ON_GPU, reason="only the interpreter sees each load")
-
-
-@interpreter_only
-def test_an_unmasked_load_is_caught_under_the_interpreter():
+def test_an_unmasked_load_is_caught():  # on a GPU, by the interpreter's replay of the launch
     x, y = rand(1000), rand(1000)
     out = guarded_empty(1000)
     with pytest.raises(CheckFailed, match=r"loads_unmasked_add read past the end of x_ptr \(a tensor of "
@@ -102,7 +99,6 @@ def test_an_unmasked_load_is_caught_under_the_interpreter():
         call_answer(lambda: launch(loads_unmasked_add, x, y, out, 4), name="add_kernel")
 
 
-@interpreter_only
 def test_an_unmasked_load_is_caught_even_if_the_answer_hides_the_error():
     def add(x, y):
         out = torch.empty_like(x)
@@ -116,13 +112,99 @@ def test_an_unmasked_load_is_caught_even_if_the_answer_hides_the_error():
         call_answer(add, rand(1000), rand(1000))
 
 
-@interpreter_only
 def test_the_last_row_of_a_strided_view_read_past_its_end_is_caught():
     x = rand(37, 150)[:, :100]  # rows 150 apart: the tails of rows 0 to 35 stay inside the view
     out = guarded_empty(37)
     with pytest.raises(CheckFailed, match=r"row_sum_unmasked read past the end of x_ptr \(shape \(37, 100\), "
                                           r"strides \(150, 1\)\): 28 lane\(s\)"):
         call_answer(lambda: row_sum_unmasked[(37,)](x, out, x.stride(0), BLOCK=128))
+
+
+@triton.jit
+def _unmasked_load(ptr, offsets):
+    return tl.load(ptr + offsets)
+
+
+@triton.jit
+def loads_unmasked_through_a_helper(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, _unmasked_load(x_ptr, offsets) + tl.load(y_ptr + offsets, mask=offsets < n),
+             mask=offsets < n)
+
+
+@pytest.fixture
+def as_on_a_gpu(monkeypatch):
+    """The kit as on a GPU: kernels are JITFunctions, and call_answer replays their launches on the
+    interpreter first. Without a GPU the launch itself is carried out by the interpreter too (unwatched,
+    as a GPU runs it). Returns what makes a GPU kernel of one of this file's kernels."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+    monkeypatch.setattr(kit, "_REPLAYED", {"launches": set(), "seconds": 0.0, "running": False, "timing": 0})
+    if not kit.ON_GPU:
+        monkeypatch.setattr(kit, "ON_GPU", True)
+        def run_as_a_gpu_does(self, *args, grid, warmup, **kwargs):  # Triton's language as it found it
+            with kit._language_kept():
+                return kit._INTERPRETED_RUN(InterpretedFunction(self.fn), *args, grid=grid, warmup=warmup, **kwargs)
+        monkeypatch.setattr(JITFunction, "run", run_as_a_gpu_does)
+    return lambda kernel: JITFunction(kernel.fn)
+
+
+def test_on_a_gpu_a_small_launch_is_replayed_where_its_loads_are_seen(as_on_a_gpu):
+    kernel, x, y = as_on_a_gpu(loads_unmasked_add), rand(1000), rand(1000)
+    with pytest.raises(CheckFailed, match=r"loads_unmasked_add read past the end of x_ptr \(a tensor of "
+                                          r"1000 elements\): 24 lane\(s\)"):
+        call_answer(lambda: launch(kernel, x, y, guarded_empty(1000), 4), name="add")
+
+
+def test_on_a_gpu_a_helper_the_kernel_calls_is_replayed_too(as_on_a_gpu):
+    kernel, x, y = as_on_a_gpu(loads_unmasked_through_a_helper), rand(1000), rand(1000)
+    with pytest.raises(CheckFailed, match="loads_unmasked_through_a_helper read past the end of x_ptr"):
+        call_answer(lambda: launch(kernel, x, y, guarded_empty(1000), 4), name="add")
+
+
+@triton.jit
+def sigmoid_of_x(x_ptr, out_ptr, n, BLOCK: tl.constexpr):  # tl.sigmoid is a @triton.jit function of Triton's
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.sigmoid(tl.load(x_ptr + offsets, mask=offsets < n)), mask=offsets < n)
+
+
+def test_on_a_gpu_the_replay_leaves_triton_language_as_it_found_it(as_on_a_gpu):
+    """What the GPU compiles with next must be Triton's own language, not the interpreter's."""
+    modules = (tl, tl.core, tl.math, tl.core.tensor)
+    before = [dict(vars(module)) for module in modules]
+    kernel, x = as_on_a_gpu(sigmoid_of_x), rand(100)
+    out = call_answer(lambda: sigmoid_of_x_launch(kernel, x), name="sigmoid")
+    check_output(out, torch.sigmoid(x), name="sigmoid")
+    assert len(kit._REPLAYED["launches"]) == 1
+    for module, was in zip(modules, before):
+        changed = sorted(name for name, value in vars(module).items() if was.get(name, value) is not value)
+        assert not changed and vars(module).keys() == was.keys(), (module, changed)
+
+
+def sigmoid_of_x_launch(kernel, x):
+    out = guarded_empty(x.numel())
+    kernel[(1,)](x, out, x.numel(), BLOCK=128)
+    return out
+
+
+def test_on_a_gpu_the_replay_is_not_the_answers_work(as_on_a_gpu):
+    kernel, x, y = as_on_a_gpu(masked_add), rand(1000), rand(1000)
+    with count_launches() as launches:
+        out = call_answer(lambda: launch(kernel, x, y, guarded_empty(1000), 4), name="add")
+    expect_launched(launches, "add", out)
+    assert list(launches) == ["masked_add"] and not launches.torch_ops
+    assert len(kit._REPLAYED["launches"]) == 1  # it was replayed, once
+    check_output(out, x + y, name="add")
+
+
+def test_on_a_gpu_a_launch_too_large_to_replay_is_left_to_the_guard_bands(as_on_a_gpu):
+    kernel = as_on_a_gpu(loads_unmasked_add)
+    programs = kit._REPLAY_PROGRAMS
+    for more, verdict in ((0, pytest.raises(CheckFailed)), (1, contextlib.nullcontext())):
+        n = (programs + more) * 16 - 3
+        x, y = rand(n), rand(n)
+        with verdict:
+            call_answer(lambda: launch(kernel, x, y, guarded_empty(n), programs + more, block=16), name="add")
 
 
 def test_a_reduction_of_masked_lanes_with_other_passes():
@@ -442,3 +524,47 @@ def test_a_compute_bound_test_grades_where_graded_and_advises_elsewhere(capsys):
     kit.check_speed_against(1.0, 20.0, 0.75, verdict, "0.75x of cuBLAS", "Are the tiles large?", graded=False)
     printed = capsys.readouterr().out
     assert printed.count(verdict) == 2 and "Advisory only" in printed and "0.75x of cuBLAS" in printed
+
+
+@pytest.mark.parametrize("instrument", ["bench_ms", "copy_bandwidth"])
+def test_an_answer_that_calls_the_kits_instruments_is_told_so(instrument):
+    def time_gpu(fn, repeats=20):
+        return kit.bench_ms(fn) if instrument == "bench_ms" else kit.copy_bandwidth()
+
+    with pytest.raises(CheckFailed, match=rf"time_gpu calls the kit's {instrument}, the instrument the course "
+                                          "measures answers with"):
+        call_answer(time_gpu, lambda: None)
+    assert call_answer(lambda: 3) == 3  # the next answer starts afresh
+    kit.bench_ms(lambda: None)  # and the kit's instruments still serve the tests themselves
+
+
+@triton.jit
+def add_through_memory(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):  # stores x + y, loads it back
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+    tl.store(out_ptr + offsets, tl.load(out_ptr + offsets, mask=mask) * 1.0, mask=mask)
+
+
+@pytest.mark.parametrize("where", ["here", "as on a GPU"])
+def test_memory_traffic_counts_the_bytes_each_kernel_moves(where, request, monkeypatch):
+    monkeypatch.setattr(kit, "_REPLAYED", {"launches": set(), "seconds": 0.0, "running": False, "timing": 0})
+    make = request.getfixturevalue("as_on_a_gpu") if where != "here" else (lambda kernel: kernel)
+    x, y = rand(1000), rand(1000)
+    for kernel, loaded, stored in ((masked_add, 8000, 4000), (add_through_memory, 12000, 8000)):
+        with kit.memory_traffic() as moved:
+            call_answer(lambda: launch(make(kernel), x, y, guarded_empty(1000), 4), name="add")
+        assert (moved.counted, moved.loaded, moved.stored) == (True, loaded, stored), kernel
+    with kit.memory_traffic() as moved:
+        pass
+    assert not moved.counted
+
+
+def test_on_a_gpu_a_timed_call_is_not_replayed(as_on_a_gpu):
+    """The replay's CPU time would be timed with the kernel: bench_ms leaves it to the untimed calls."""
+    kernel, x, y = as_on_a_gpu(loads_unmasked_add), rand(1000), rand(1000)
+    with kit._timing():  # what bench_ms runs its calls in
+        call_answer(lambda: launch(kernel, x, y, guarded_empty(1000), 4), name="add")
+    assert not kit._REPLAYED["launches"]
+    with pytest.raises(CheckFailed, match="read past the end"):
+        call_answer(lambda: launch(kernel, x, y, guarded_empty(1000), 4), name="add")
