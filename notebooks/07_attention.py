@@ -664,19 +664,24 @@ print("attention_fwd_kernel passed the hidden tests.")
 # - allocate `o` and `lse` with `torch.empty`, and launch `attention_fwd_kernel` on the grid
 #   `(triton.cdiv(N, BLOCK_M), B * H)` with `scale = d ** -0.5` and the block sizes it was given.
 #
-# The defaults are good on a GPU of compute capability 8.0 or newer: 128 queries by 64 keys per
-# step, with 4 warps for `d = 64` and 8 for `d = 128` (pass them as `num_warps=`), and
-# `num_stages=3` for rows of `K` and `V` of 128 bytes (`d = 64` in fp16), fewer for longer rows
-# (`num_stages=` too: the compiler loads the next blocks of keys and values while the tensor cores
-# work on these, and each stage holds a block of `K` and one of `V` in shared memory, of which a
-# GPU has 100 to 228 KB per multiprocessor). The
-# interpreter gets small blocks: it runs one program at a time, and each costs Python.
+# When the caller gives no block sizes (`BLOCK_M=None`, `BLOCK_N=None`), choose them. In fp16 and
+# bf16, 128 queries by 64 keys per step are good on a GPU of compute capability 8.0 or newer, with
+# 4 warps for `d = 64` and 8 for `d = 128` (pass them as `num_warps=`), and `num_stages=3` for rows
+# of `K` and `V` of 128 bytes (`d = 64` in fp16), fewer for longer rows (`num_stages=` too: the
+# compiler loads the next blocks of keys and values while the tensor cores work on these, and each
+# stage holds a block of `K` and one of `V` in shared memory, of which a GPU has 100 to 228 KB per
+# multiprocessor). fp32 numbers take twice the bytes, and so do the same blocks: at `d = 64` they
+# need 80 KB of shared memory, more than the 64 KB a T4 gives a program, and the launch fails with
+# "out of resource: shared memory". So fp32 gets 64 queries per block, and 16 keys where rows of
+# `K` and `V` are longer than 256 bytes (`d = 128`: 64 x 32 would fill a T4's 64 KB exactly, with
+# nothing to spare). The interpreter gets small blocks (32 x 16): it runs one program at a time,
+# and each costs Python.
 
 # %% nbgrader={"grade_id": "attention", "solution": true}
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal=False, BLOCK_M=sized(128, 32),
-              BLOCK_N=sized(64, 16)):
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal=False, BLOCK_M=None, BLOCK_N=None):
     """(o, lse): softmax(q k^T / sqrt(d)) v for (B, H, N, d) tensors, computed by attention_fwd_kernel,
-    and the (B, H, N) fp32 log-sum-exp of each query row's scaled scores."""
+    and the (B, H, N) fp32 log-sum-exp of each query row's scaled scores. Block sizes left at None are
+    chosen for the dtype and d."""
     ### BEGIN SOLUTION
     if q.dim() != 4 or q.shape != k.shape or q.shape != v.shape:
         raise ValueError(f"q, k and v must be 4-D tensors (B, H, N, d) of one shape, got {tuple(q.shape)}, "
@@ -688,13 +693,17 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal=False, B
     if d not in (16, 32, 64, 128):
         raise ValueError(f"head dim {d} is not supported: this kernel takes 16, 32, 64 or 128 (a power of two "
                          "of at least 16, as tl.arange and tl.dot need)")
+    row_bytes = d * q.element_size()  # each pipeline stage holds BLOCK_N such rows of K and of V
+    if BLOCK_M is None:  # fp32 takes twice fp16's bytes: half the queries, to fit a T4's 64 KB
+        BLOCK_M = sized(128 if q.element_size() <= 2 else 64, 32)
+    if BLOCK_N is None:
+        BLOCK_N = sized(64 if row_bytes <= 256 else 16, 16)
     if BLOCK_M % BLOCK_N:
         raise ValueError(f"BLOCK_M = {BLOCK_M} must be a multiple of BLOCK_N = {BLOCK_N}")
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty((B, H, N, d), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
     grid = (triton.cdiv(N, BLOCK_M), B * H)
-    row_bytes = d * q.element_size()  # each pipeline stage holds BLOCK_N such rows of K and of V
     attention_fwd_kernel[grid](q, k, v, o, lse, N, d ** -0.5, HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
                                CAUSAL=causal, num_warps=4 if d <= 64 else 8,
                                num_stages=3 if row_bytes <= 128 else 2 if row_bytes <= 256 else 1)
@@ -940,7 +949,11 @@ del q, k, v
 # `attention_backward(q, k, v, o, lse, do, causal)` launches both and returns `(dq, dk, dv)`, and the
 # `torch.autograd.Function` in the cell after it (given) makes your kernels a layer that trains:
 # `FlashAttention.apply(q, k, v, causal)`. The next cell compares the gradients with
-# `torch.autograd` through the three-step attention. Neither is graded.
+# `torch.autograd` through the three-step attention. Neither is graded. A program of the backward
+# pass keeps more on the chip than one of the forward pass (the dK/dV kernel holds `K`, `V`, `dK`
+# and `dV`, and blocks of `Q`, `dO` and `O`), so it takes blocks of 64 queries by 32 keys, in one
+# pipeline stage: in fp32 that is 56 KB on a T4 (64 KB of shared memory per program) and 80 KB on
+# an A10 or L4 (99 KB), where 64 by 64 in two stages would need 80 and 112.
 
 # %% nbgrader={"grade_id": "attention_backward", "solution": true}
 @triton.jit
@@ -1024,7 +1037,7 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dq_ptr,
     ### END SOLUTION
 
 
-def attention_backward(q, k, v, o, lse, do, causal=False, BLOCK_M=sized(64, 16), BLOCK_N=sized(64, 16)):
+def attention_backward(q, k, v, o, lse, do, causal=False, BLOCK_M=sized(64, 16), BLOCK_N=sized(32, 16)):
     """(dq, dk, dv) of attention's output o = attention(q, k, v, causal)[0], given do, its gradient."""
     ### BEGIN SOLUTION
     B, H, N, d = q.shape
@@ -1032,10 +1045,10 @@ def attention_backward(q, k, v, o, lse, do, causal=False, BLOCK_M=sized(64, 16),
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     attention_bwd_dkdv_kernel[(triton.cdiv(N, BLOCK_N), B * H)](q, k, v, o, do, lse, dk, dv, N, d ** -0.5, HEAD_DIM=d,
                                                                 BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=causal,
-                                                                num_stages=2)
+                                                                num_stages=1)
     attention_bwd_dq_kernel[(triton.cdiv(N, BLOCK_M), B * H)](q, k, v, o, do, lse, dq, N, d ** -0.5, HEAD_DIM=d,
                                                               BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, CAUSAL=causal,
-                                                              num_stages=2)
+                                                              num_stages=1)
     return dq, dk, dv
     ### END SOLUTION
 

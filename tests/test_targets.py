@@ -14,8 +14,9 @@ A10 and RTX 30 (sm_86), L4 and RTX 40 (sm_89), H100 and H200 (sm_90). For each t
 
 The kernels are the solutions' own (solutions/<lesson>/<lesson>.ipynb), defined by executing their
 cells' kernel definitions after the kit. KERNELS below says how each is launched: a kernel it does
-not describe, or describes with the wrong parameters, fails the test. The compiles run in a
-subprocess (this file, run as a script) that forks one compiler per core: there Triton must make
+not describe, or describes with the wrong parameters, fails the test, and so does a launch chosen
+by a wrapper of the solutions (WRAPPERS: 07's) that the wrapper no longer makes. The compiles run
+in a subprocess (this file, run as a script) that forks one compiler per core: there Triton must make
 real JITFunctions (TRITON_INTERPRET=0), while other tests in the pytest process need the
 interpreter; and there the kit is executed with a pretend GPU of each compute capability, so that
 it picks the dtypes it would pick on that GPU. What CI compiles, and what it infers, is under
@@ -77,18 +78,20 @@ def kernel(args, dtypes, launches, dot=False):
 
 
 def attention_launches(dtype):
-    """attention()'s launch of attention_fwd_kernel, for d = 64 (the graded size, not causal) and
-    d = 128 (causal): blocks of 128 queries and 64 keys, 4 warps up to d = 64 and 8 above, and
-    3 pipeline stages for rows of K and V up to 128 bytes, 2 up to 256, else 1."""
+    """attention()'s launch of attention_fwd_kernel with its default blocks, for d = 64 (the graded
+    size, not causal) and d = 128 (causal): 128 queries in fp16 and bf16, 64 in fp32; 64 keys for
+    rows of K and V up to 256 bytes, else 16; 4 warps up to d = 64 and 8 above; 3 pipeline stages
+    for rows up to 128 bytes, 2 up to 256, else 1."""
     size = {"fp32": 4, "fp16": 2, "bf16": 2}[dtype]
-    return [{"HEAD_DIM": d, "BLOCK_M": 128, "BLOCK_N": 64, "CAUSAL": causal, "num_warps": 4 if d <= 64 else 8,
+    return [{"HEAD_DIM": d, "BLOCK_M": 128 if size <= 2 else 64, "BLOCK_N": 64 if d * size <= 256 else 16,
+             "CAUSAL": causal, "num_warps": 4 if d <= 64 else 8,
              "num_stages": 3 if d * size <= 128 else 2 if d * size <= 256 else 1}
             for d, causal in ((64, False), (128, True))]
 
 
 MATMUL_BLOCKS = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}  # matmul()'s defaults
 TENSOR_CORE_TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "only": "fp16"}  # sections 4, 6
-BACKWARD = {"HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 64, "CAUSAL": True, "num_stages": 2}  # attention_backward
+BACKWARD = {"HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 32, "CAUSAL": True, "num_stages": 1}  # attention_backward
 
 KERNELS = {
     "01_gpu_vs_cpu": {
@@ -165,6 +168,29 @@ HELPERS = {
     "07_attention": {"attend_to_keys": ["attention_fwd_kernel"],
                      "rebuilt_probabilities": ["attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel"]},
 }
+
+
+def _attention_call(attention, launch, dtype):
+    x = _zeros((1, 1, 16, launch["HEAD_DIM"]), dtype)
+    attention(x, x, x, causal=launch["CAUSAL"])
+
+
+def _attention_backward_call(attention_backward, launch, dtype):
+    x = _zeros((1, 1, 16, launch["HEAD_DIM"]), dtype)
+    attention_backward(x, x, x, x, x[..., 0].float(), x, causal=launch["CAUSAL"])
+
+
+# Kernels whose launches a wrapper of the solutions chooses (its default block sizes, warps and
+# stages): the wrapper, and how to call it for one launch of the table, leaving those to it. The
+# compiler process calls it on a pretend GPU of each compute capability, with the lesson's kernels
+# replaced by recorders, and the test fails where what it launches is not the table's launch: the
+# table is written by hand, and the shared memory checked is the table's.
+WRAPPERS = {
+    "07_attention": {"attention_fwd_kernel": ("attention", _attention_call),
+                     "attention_bwd_dkdv_kernel": ("attention_backward", _attention_backward_call),
+                     "attention_bwd_dq_kernel": ("attention_backward", _attention_backward_call)},
+}
+
 # How each target is covered. Triton has three code paths for tl.dot on these GPUs: plain FMAs
 # below compute capability 8.0, mma.sync (MMA v2) on 8.x and wgmma (MMA v3) on 9.0. The full
 # matrix (every kernel, dtype, launch and configuration on all five targets: COURSE_TARGETS_FULL=1,
@@ -183,8 +209,9 @@ HELPERS = {
 FULL_MATRIX = os.environ.get("COURSE_TARGETS_FULL") == "1"
 FULL = tuple(TARGETS) if FULL_MATRIX else (75, 80, 90)
 SAME_CODE_AS = {} if FULL_MATRIX else {86: 80, 89: 80}
-# (lesson, kernel, dtype, launch index): the dot probe's three dtypes, and the launches nearest to
-# and over the 8.x limits (attention's forward at d = 128 in fp32: 96 KB of 99; its backward).
+# (lesson, kernel, dtype, launch index): the dot probe's three dtypes, and 07's fp32 launches with
+# the most shared memory on 8.x (attention's forward at d = 128: 44.5 KB; the dK/dV backward: 80 KB
+# of 99).
 GUARDS = [("06_matmul", "matmul_kernel", dtype, 0) for dtype in ("fp32", "fp16", "bf16")] + [
     ("07_attention", "attention_fwd_kernel", "fp32", 1), ("07_attention", "attention_bwd_dkdv_kernel", None, 0)]
 CONFIG_DTYPE_AS = {} if FULL_MATRIX else {"bf16": "fp16"}
@@ -212,13 +239,8 @@ DOT_PATH = {75: "none", 80: "mma", 86: "mma", 89: "mma", 90: "wgmma"}
 # autotuner, of its configurations (06's TUNING_CONFIGS). The test fails on any other, and on one of
 # these that fits: keep it exact.
 KNOWN_MISFITS = {
-    # Launch errors ("out of resource: shared memory") on that GPU, in the lessons' own code.
-    # 07's attention() on a T4 (fp32, blocks of 128 x 64): 80 KB at d = 64, 128.5 KB at d = 128.
-    ("attention_fwd_kernel", 75, "fp32"): [0, 1],
-    # 07's ungraded backward (fp32, d = 64, blocks of 64 x 64, 2 stages): 80 KB on a T4, 112.25 KB on 8.6/8.9.
-    ("attention_bwd_dkdv_kernel", 75, None): [0],
-    ("attention_bwd_dkdv_kernel", 86, None): [0],
-    ("attention_bwd_dkdv_kernel", 89, None): [0],
+    # Every launch of the lessons' own code fits every target: none is listed. (07's attention() and
+    # its backward choose smaller blocks in fp32 for that: docs/gpus.md.)
     # Autotune configurations that GPU cannot run: the autotuner times them as infinitely slow
     # (their launch raises OutOfResources) after compiling each. fp32 tiles take twice the bytes.
     ("matmul_kernel_tuned", 75, "fp32"): [0, 1, 2],
@@ -260,28 +282,81 @@ def _kit_for(cc):
     return namespace
 
 
-def _solution_definitions(lesson):
-    """The source of the solution notebook's kernel definitions: its top-level @triton.jit (and
-    autotune, heuristics) functions and the assignments that build triton.Configs and autotuned
-    kernels; nothing else of the notebook runs."""
+def _solution_statements(lesson):
+    """(statement, its source) for the top-level statements of the solution notebook's code cells
+    but the setup cell."""
     import ast
     notebook = json.loads((SOLUTIONS / lesson / f"{lesson}.ipynb").read_text())
-    chosen = []
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code" or cell.get("id") == "setup":
             continue
         code = re.sub(r"^\s*[%!].*$", "", "".join(cell["source"]), flags=re.M)
         for node in ast.parse(code).body:
-            if isinstance(node, ast.FunctionDef):
-                wanted = any(ast.unparse(d).startswith(SOLUTION_DEFINITIONS) for d in node.decorator_list)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                wanted = any(name in ast.unparse(node.value) for name in SOLUTION_DEFINITIONS)
-            else:
-                wanted = False
-            if wanted:  # with its decorators, which ast.get_source_segment leaves out
-                first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-                chosen.append("\n".join(code.splitlines()[first - 1:node.end_lineno]))
+            # with its decorators, which ast.get_source_segment leaves out
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            yield node, "\n".join(code.splitlines()[first - 1:node.end_lineno])
+
+
+def _solution_definitions(lesson):
+    """The source of the solution notebook's kernel definitions: its top-level @triton.jit (and
+    autotune, heuristics) functions and the assignments that build triton.Configs and autotuned
+    kernels; nothing else of the notebook runs."""
+    import ast
+    chosen = []
+    for node, source in _solution_statements(lesson):
+        if isinstance(node, ast.FunctionDef):
+            wanted = any(ast.unparse(d).startswith(SOLUTION_DEFINITIONS) for d in node.decorator_list)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            wanted = any(name in ast.unparse(node.value) for name in SOLUTION_DEFINITIONS)
+        else:
+            wanted = False
+        if wanted:
+            chosen.append(source)
     return "\n\n\n".join(chosen) + "\n"
+
+
+def _zeros(shape, dtype):
+    import torch
+    return torch.zeros(shape, dtype={"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype])
+
+
+class _Recorder:
+    """Stands for a kernel in a wrapper: kernel[grid](*args, **kwargs) records (name, kwargs)."""
+
+    def __init__(self, name, made):
+        self.name, self.made = name, made
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.made.append((self.name, kwargs))
+
+
+def _wrapper_launches(kits):
+    """What the wrappers of WRAPPERS launch on a pretend GPU of each compute capability, for each
+    launch of the table: dicts of lesson, kernel, cc, dtype, index and launched (the keyword
+    arguments of each launch of that kernel) or error."""
+    import ast
+    made, records = [], []
+    for lesson, wrapped in WRAPPERS.items():
+        sources = {node.name: source for node, source in _solution_statements(lesson)
+                   if isinstance(node, ast.FunctionDef)}
+        for cc, kit in kits.items():
+            for name, (wrapper, call) in wrapped.items():
+                entry = KERNELS[lesson][name]
+                for dtype in kit[entry["dtypes"]] if entry["dtypes"] else [None]:
+                    for index, launch in enumerate(launches_of(entry, dtype)):
+                        if launch.get("only", dtype) != dtype or cc < launch.get("min_cc", 0):
+                            continue
+                        record = {"lesson": lesson, "kernel": name, "cc": cc, "dtype": dtype, "index": index}
+                        namespace = dict(kit, **{kernel: _Recorder(kernel, made) for kernel in KERNELS[lesson]})
+                        made.clear()
+                        try:
+                            exec(sources[wrapper], namespace)
+                            call(namespace[wrapper], launch, dtype or "fp32")
+                        except Exception as error:  # the test reports it
+                            record["error"] = f"{wrapper}: {type(error).__name__}: {error}"[:1000]
+                        record["launched"] = [kwargs for kernel, kwargs in made if kernel == name]
+                        records.append(record)
+    return records
 
 
 def _define(lesson, kit, folder):
@@ -439,6 +514,7 @@ def compile_all(out, processes):
                 jobs[number].update(compiled)
         result["compile_seconds"] = time.perf_counter() - start
     result["compiles"] = jobs
+    result["wrapped"] = _wrapper_launches(kits)  # after the fork: this runs torch
     Path(out).write_text(json.dumps(result, indent=1))
 
 
@@ -541,6 +617,26 @@ def test_the_table_describes_every_kernel_of_the_solutions(results):
             if info["kernel"] not in KERNELS.get(lesson, {}):
                 problems.append(f"{lesson}: {tuner} autotunes {info['kernel']}, which KERNELS does not describe.")
     problems += [f"KERNELS names {lesson}, which is not a lesson" for lesson in set(KERNELS) - set(LESSONS)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_table_has_the_wrappers_launches(results):
+    """Where a wrapper of the solutions chooses a kernel's blocks, warps and stages (WRAPPERS), each
+    launch of the table is what it launches, on every target and in every dtype."""
+    problems, covered = [], set()
+    for record in results["wrapped"]:
+        entry = KERNELS[record["lesson"]][record["kernel"]]
+        table = {key: value for key, value in launches_of(entry, record["dtype"])[record["index"]].items()
+                 if key not in ("only", "min_cc")}
+        where = f"{record['kernel']} on sm_{record['cc']} ({record['dtype']}, launch {record['index']})"
+        covered.add((record["lesson"], record["kernel"]))
+        if "error" in record:
+            problems.append(f"{where}: calling {record['error']}")
+        elif record["launched"] != [table]:
+            problems.append(f"{where}: the wrapper launches {[describe(kw) for kw in record['launched']]}; the table "
+                            f"says {describe(table)}. Make the table the wrapper's (or the wrapper the table's).")
+    problems += [f"{lesson}: WRAPPERS names {kernel}, which no call made" for lesson, kernels in WRAPPERS.items()
+                 for kernel in kernels if (lesson, kernel) not in covered]
     assert not problems, "\n".join(problems)
 
 
