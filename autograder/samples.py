@@ -97,6 +97,11 @@ def make_submission(course, lesson, sample):
     if sample["answers"] == "solution":
         answers = {cell.id: cell.source for cell in
                    nbformat.read(course.notebook("solutions", lesson), as_version=4).cells}
+    named = {*sample.get("edits", {}), *sample.get("replace", {}), *sample.get("retype", []),
+             *sample.get("delete", []), *(after for after, _ in sample.get("add_cells", []))}
+    missing = sorted(named - {cell.id for cell in nb.cells})
+    if missing:
+        raise CourseError(f"the sample names cells that {lesson} does not have: {', '.join(missing)}")
     deleted = set(sample.get("delete", []))
     nb.cells = [cell for cell in nb.cells if cell.id not in deleted]
     for cell in nb.cells:

@@ -25,21 +25,23 @@ BEGIN, END = "<!-- kernels: begin (written by `make bench`) -->", "<!-- kernels:
 DEFINITIONS = (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)
 
 
-def answers(lesson):
-    """A namespace holding a lesson's reference answers and what they rely on, nothing run besides.
-    The code goes through a real file: @triton.jit reads its functions' source from one."""
+def answers(lesson, notebook=None, label="reference"):
+    """A namespace holding a lesson's reference answers (or those of `notebook`, a student's) and what
+    they rely on (the setup cell, the course's read-only cells, the cells that only define things),
+    nothing run besides. The code goes through a real file: @triton.jit reads its
+    functions' source from one."""
     chosen = []
-    source = nbformat.read(ROOT / "source" / lesson / f"{lesson}.ipynb", as_version=4)
+    source = notebook or nbformat.read(ROOT / "source" / lesson / f"{lesson}.ipynb", as_version=4)
     for cell in source.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type != "code" or meta.get("grade"):
             continue
         code = re.sub(r"^\s*[%!].*$", "", cell.source, flags=re.M)
         body = ast.parse(code).body
-        if "setup" in cell.metadata.get("tags", []) or meta.get("solution") or \
+        if "setup" in cell.metadata.get("tags", []) or meta.get("solution") or meta.get("locked") or \
                 all(isinstance(node, DEFINITIONS) for node in body):
             chosen.append(code)
-    path = ROOT / "build" / "bench" / f"{lesson}.py"
+    path = ROOT / "build" / "bench" / f"{lesson}-{re.sub(r'[^a-z0-9]+', '-', label.lower())[:60]}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n\n".join(chosen) + "\n")
     return runpy.run_path(str(path), run_name=f"lesson_{lesson}")

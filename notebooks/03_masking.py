@@ -358,7 +358,7 @@ check_choice(answer_min_other, "answer_min_other", expected="c",
 # (The softmax of the next lesson needs the max rule: it subtracts each row's maximum, and its
 # exponentials then turn the `-inf` lanes into `exp(-inf) = 0`, neutral for the sum that follows.)
 # Another way to the same end is `x = tl.where(mask, x, neutral)` after the load; `other=` says it
-# in one place.
+# in one place, and in a matrix product (lesson 6) it is also the fast way.
 #
 # ## 4. One program per row, through strides
 #

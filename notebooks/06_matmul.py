@@ -336,6 +336,15 @@ for group_m in [1, 2, 4, 8, 16]:
 #   neutral element of the sum (lesson 3). Without `other=`, Triton promises nothing about the
 #   lane's value (the interpreter gives 0, a GPU may not), and a single NaN or inf left there poisons
 #   every entry of its row or column, because `0 * NaN` is NaN: zero *both* operands' tails.
+# - **`other=`, not `tl.where` after the load.** `a = tl.where(mask, tl.load(a_ptrs, mask=mask), 0.0)`
+#   gives the same values (lesson 3 calls it another way to the same end), and on a GPU it is slow
+#   here. With `other=`, the compiler can copy each tile from memory straight into shared memory (the
+#   copy itself fills the masked lanes), steps ahead of the product that needs it, and the tensor
+#   cores read it there. With `tl.where`, every tile must come into registers to be changed, then go
+#   to shared memory, on the way to each product (the compiled code, `kernel.asm["ttgir"]`, shows an
+#   `arith.select` between `tt.load` and `ttg.local_alloc`). On an H200 at 4096^3 fp16 the lesson's
+#   kernel written that way ran at 0.42x cuBLAS, against 1.0x with `other=0.0`
+#   (`benchmarks/calibrate.py`, docs/calibration.md).
 #
 # Before writing it, answer question Q.
 #
@@ -1069,8 +1078,9 @@ verdict = (f"matmul_tuned on {side}^3 {str(dtype).removeprefix('torch.')}: {ours
 check_speed_against(theirs, ours, TARGET, verdict,
                     f"matmul_tuned at 4096^3 in fp16 for {TARGET}x the\nTFLOP/s of torch.matmul (cuBLAS)",
                     "Do TUNING_CONFIGS include large tiles (128 x 128 or more, BLOCK_K = 64, num_stages 3 or 4)? "
-                    "Does accumulate_tile load each block of A and B once per step and use tl.dot, and does "
-                    "matmul_tuned pass the strides instead of copying?", graded)
+                    "Does accumulate_tile load each block of A and B once per step, give masked lanes their zero "
+                    "with other=0.0 (not tl.where after the load), and use tl.dot, and does matmul_tuned pass the "
+                    "strides instead of copying?", graded)
 
 # %% [markdown]
 # ## What you learned

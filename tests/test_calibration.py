@@ -1,0 +1,26 @@
+"""benchmarks/calibrate.py stays in step with the lessons: every variant it times still applies to
+today's notebooks, and it names a lesson's real performance test. (It times on a GPU only.)"""
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.course import Course
+from autograder.samples import make_submission
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import calibrate  # noqa: E402
+
+
+@pytest.mark.parametrize("lesson", sorted(calibrate.VARIANTS))
+def test_every_variant_applies_and_changes_the_answers(lesson):
+    course = Course(calibrate.ROOT)
+    test, _ = calibrate.VARIANTS[lesson]
+    assert calibrate.cell_source(nbformat.read(course.notebook("source", lesson), as_version=4), test)
+    reference = make_submission(course, lesson, {"answers": "solution"})
+    for label, variant in calibrate.variants_of(course, lesson, test).items():
+        notebook = make_submission(course, lesson, variant)  # raises if an edit no longer applies
+        assert variant["should"] in ("pass", "miss")
+        if not label.startswith("sample ada"):
+            assert [c.source for c in notebook.cells] != [c.source for c in reference.cells], label
