@@ -8,26 +8,26 @@ from autograder.grade.settings import Settings
 
 
 def _build(args, course):
-    from autograder import build
+    from autograder import generate
     if args.check:
-        problems = build.check(course)
+        problems = generate.check(course)
         for problem in problems:
             print(problem)
         if problems:
             return 1
         print(f"up to date: {', '.join(course.lessons())}")
         return 0
-    lessons = build.build(course, force=args.force)
+    lessons = generate.build(course, force=args.force)
     print(f"built {', '.join(lessons)} into source/, release/ and solutions/")
     if args.execute:
-        build.execute_solutions(course, lessons)
+        generate.execute_solutions(course, lessons)
         print("ran solutions/ and kept their outputs")
     return 0
 
 
 def _sync(args, course):
-    from autograder import build
-    build.sync(course, args.lesson)
+    from autograder import generate
+    generate.sync(course, args.lesson)
     print(f"wrote source/{args.lesson} back into notebooks/{args.lesson}.py and rebuilt it")
     return 0
 

@@ -11,7 +11,7 @@ import copy
 import nbformat
 import pytest
 
-from autograder.build.source import master_to_source
+from autograder.generate.source import master_to_source
 from autograder.course import Course
 from autograder.grade.integrity import _meta, audit, grade_id, kernel_wrappers, tampering
 from autograder.samples import load_samples, make_submission

@@ -4,11 +4,11 @@ import re
 import nbformat
 import pytest
 
-from autograder import build
-from autograder.build import check
-from autograder.build.cells import SETUP_PLACEHOLDER, is_setup
-from autograder.build.source import BADGE_ID, AddColabBadge, course_settings, master_to_source
-from autograder.build.sync import source_to_master
+from autograder import generate
+from autograder.generate import check
+from autograder.generate.cells import SETUP_PLACEHOLDER, is_setup
+from autograder.generate.source import BADGE_ID, AddColabBadge, course_settings, master_to_source
+from autograder.generate.sync import source_to_master
 from autograder.course import Course
 from conftest import autograder
 
@@ -170,7 +170,7 @@ def test_executed_solutions_keep_their_plots(tmp_path, monkeypatch):
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")]), path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    build.execute_solutions(course, ["00_plot"])
+    generate.execute_solutions(course, ["00_plot"])
     outputs = nbformat.read(path, as_version=4).cells[0].outputs
     assert any("image/png" in output.get("data", {}) for output in outputs), outputs
 

@@ -773,7 +773,7 @@ def _kit(release):
 def cell_names(source):
     """(the names a cell binds at its top level, the names it reads that it binds nowhere: what it
     takes from other cells), for the build's check that tests rely on no name a student can change
-    (autograder/build/source.py)."""
+    (autograder/generate/source.py)."""
     tree = _parse(source)[0]
     nodes = list(ast.walk(tree))
     read = {node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}

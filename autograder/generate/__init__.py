@@ -10,10 +10,10 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.build.cells import dumps
-from autograder.build.solutions import source_to_solution
-from autograder.build.source import edited_since_build, master_to_source
-from autograder.build.sync import source_to_master
+from autograder.generate.cells import dumps
+from autograder.generate.solutions import source_to_solution
+from autograder.generate.source import edited_since_build, master_to_source
+from autograder.generate.sync import source_to_master
 from autograder.course import Course, CourseError
 
 STAGES = ("source", "release", "solutions")

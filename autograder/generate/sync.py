@@ -3,9 +3,9 @@ import copy
 
 import jupytext
 
-from autograder.build.cells import (JUPYTEXT_FILTERS, JUPYTEXT_FORMAT, NBGRADER_DEFAULTS,
+from autograder.generate.cells import (JUPYTEXT_FILTERS, JUPYTEXT_FORMAT, NBGRADER_DEFAULTS,
                                     SETUP_PLACEHOLDER, is_setup, without_outputs)
-from autograder.build.source import BADGE_ID
+from autograder.generate.source import BADGE_ID
 
 
 def source_to_master(source_nb):

@@ -4,8 +4,8 @@ import re
 import nbformat
 from nbgrader.preprocessors import ClearHiddenTests
 
-from autograder.build.cells import without_outputs
-from autograder.build.source import AddColabBadge
+from autograder.generate.cells import without_outputs
+from autograder.generate.source import AddColabBadge
 
 SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 

@@ -7,7 +7,7 @@ import jupytext
 import nbformat
 
 from autograder.grade.integrity import cell_names  # the audit's reading of a cell's Python
-from autograder.build.cells import (JUPYTEXT_FORMAT, NBGRADER_DEFAULTS, SETUP_TAG, fingerprint,
+from autograder.generate.cells import (JUPYTEXT_FORMAT, NBGRADER_DEFAULTS, SETUP_TAG, fingerprint,
                                     is_setup)
 
 KIT = Path(__file__).resolve().parent.parent / "kit.py"
