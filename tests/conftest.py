@@ -1,3 +1,5 @@
+import html
+import re
 import shutil
 import subprocess
 import sys
@@ -39,3 +41,10 @@ def autograder(*args, cwd):
     """Run the command line as an instructor would."""
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True,
                           text=True)
+
+
+def page_text(page):
+    """What a reader of an HTML page sees: tags removed, entities unescaped. nbgrader's feedback
+    template highlights code token by token (a <span> each, with entities), so a line of code is
+    found in a page only this way."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page))

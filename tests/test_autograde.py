@@ -17,7 +17,7 @@ from autograder.course import Course
 from autograder.demo import demo
 from autograder.grade import record
 from autograder.samples import ci_samples, differences, expected_here, graded_cells, load_samples
-from conftest import ROOT
+from conftest import ROOT, page_text
 
 LESSONS = Course(ROOT).lessons()
 
@@ -87,12 +87,12 @@ def test_feedback_explains_failures_without_showing_hidden_tests(course, graded,
     assert hidden
     visible = _visible_code(course, lesson)
     for student, grade in grades.items():
-        html = (graded_course.root / "feedback" / student / lesson / f"{lesson}.html").read_text()
-        shown = [line for line in hidden if line in html and line not in visible]
+        text = page_text((graded_course.root / "feedback" / student / lesson / f"{lesson}.html").read_text())
+        shown = [line for line in hidden if line in text and line not in visible]
         assert not shown, f"hidden test code in {student}'s feedback: {shown[:2]}"
         for test in grade.tests:
             if test.message and "CheckFailed" in test.message:
-                assert test.message.split(": ", 1)[1][:40] in html.replace("&#39;", "'")
+                assert test.message.split(": ", 1)[1][:40] in text
 
 
 def _visible_code(course, lesson):
