@@ -6,7 +6,7 @@ TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: demo test build check bench clean lab lab-student
+.PHONY: demo test lint build check bench clean lab lab-student
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,12 @@ demo: $(READY)
 	$(BIN)/python -m autograder build
 	$(BIN)/python -m autograder demo 02_vector_add
 
-test: $(READY)
+test: lint
 	$(BIN)/python -m pytest
+
+# The project's Python (the package, tests, benchmarks, the notebook masters): ruff, as pyproject.toml sets it.
+lint: $(READY)
+	$(BIN)/ruff check .
 
 build: $(READY)
 	$(BIN)/python -m autograder build

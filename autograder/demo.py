@@ -42,11 +42,11 @@ def check(course, lesson, grades, on_gpu, samples=None):
     print what differs; return the number of students whose grade is not their sample's."""
     samples, cells = samples or load_samples(course, lesson), graded_cells(course, lesson)
     wrong = 0
-    for grade in grades:
-        found = differences(expected_here(samples[grade.student], on_gpu), grade, cells)
+    for result in grades:
+        found = differences(expected_here(samples[result.student], on_gpu), result, cells)
         wrong += bool(found)
         for difference in found:
-            print(f"{grade.student}: {difference}")
+            print(f"{result.student}: {difference}")
     where = "a GPU" if on_gpu else "Triton's interpreter"
     print(f"{len(grades) - wrong} of {len(grades)} samples of {lesson} got exactly their grade on {where}")
     return wrong

@@ -38,7 +38,7 @@ def no_dot_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N, scale, HEAD_DIM: tl.c
                 other=0.0).to(tl.float32)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), tl.float32)
     m = tl.full((BLOCK_M,), -float("inf"), tl.float32)
-    l = tl.zeros((BLOCK_M,), tl.float32)
+    row_sum = tl.zeros((BLOCK_M,), tl.float32)
     for start_n in range(0, N, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         rows = head + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
@@ -49,10 +49,10 @@ def no_dot_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N, scale, HEAD_DIM: tl.c
         m_new = tl.maximum(m, tl.max(s, axis=1))
         alpha = tl.exp(m - m_new)
         p = tl.exp(s - m_new[:, None])
-        l = l * alpha + tl.sum(p, axis=1)
+        row_sum = row_sum * alpha + tl.sum(p, axis=1)
         acc = acc * alpha[:, None] + tl.sum(p[:, :, None] * v[None, :, :], axis=1)
         m = m_new
-    tl.store(o_ptr + head + offs_m[:, None] * HEAD_DIM + offs_d[None, :], (acc / l[:, None]).to(o_ptr.dtype.element_ty),
+    tl.store(o_ptr + head + offs_m[:, None] * HEAD_DIM + offs_d[None, :], (acc / row_sum[:, None]).to(o_ptr.dtype.element_ty),
              mask=offs_m[:, None] < N)
 
 

@@ -160,7 +160,7 @@ def layer_norm_bwd(kit, lesson):
                 print(f"  failed: {type(error).__name__}: {str(error).splitlines()[0][:120]}")
                 y = None
             times[key] = time_or_none(kit, y is not None and (
-                lambda: torch.autograd.grad(y, (x, weight, bias), dy, retain_graph=True)))
+                lambda y=y: torch.autograd.grad(y, (x, weight, bias), dy, retain_graph=True)))
             del y
         rows.append((f"{x.shape[0]}x{width}", 3 * x.numel() * x.element_size(), times))
     return "layer norm backward, fp16, 2^26 elements (GB/s, read x and dy, write dx)", rows

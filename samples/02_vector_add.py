@@ -42,7 +42,8 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
                                "    return x + y"]]},
             "fails": ["test_add", "test_add_hidden", "test_add_performance"], "flags": ["torch fallback"]},
     "eve": {"about": "correct, but prints warnings on stderr", "answers": "solution",
-            "edits": {"add": [["    return out", "    import sys, warnings\n    warnings.warn('debugging')\n    print('shape', out.shape, file=sys.stderr)\n    return out"]]},
+            "edits": {"add": [["    return out", "    import sys, warnings\n    warnings.warn('debugging')\n"
+                                                     "    print('shape', out.shape, file=sys.stderr)\n    return out"]]},
             "fails": []},
     "fay": {"about": "correct, but deleted the visible test of add", "answers": "solution",
             "delete": ["test_add"], "fails": [], "flags": ["deleted the read-only cell 'test_add'"]},

@@ -733,7 +733,7 @@ def test_shared_memory_fits(results, cc):
     message = f"sm_{cc} ({name}) gives a block at most {limit} bytes of shared memory.\n"
     assert not new, message + "These do not fit (fix the lesson, or add them to KNOWN_MISFITS):\n" + "\n".join(new)
     assert not gone, message + "KNOWN_MISFITS names these, which fit now: take them out.\n" + "\n".join(gone)
-    starved = [key for key in misfits if key[0] in {t for l in LESSONS for t in results["lessons"][l]["autotuned"]}
+    starved = [key for key in misfits if key[0] in {t for lesson in LESSONS for t in results["lessons"][lesson]["autotuned"]}
                and key not in fits]
     assert not starved, message + f"No configuration of these autotuners fits: {starved}"
 
