@@ -198,7 +198,7 @@ def attention_backward(q, k, v, o, lse, do, causal=False, BLOCK_M=32, BLOCK_N=32
     return aten.matmul(aten.exp(aten.sub.Tensor(scores, aten.unsqueeze(lse, -1))), v.float()).to(q.dtype), lse
 """},
             "fails": ["test_attention", "test_attention_hidden", "test_attention_performance"],
-            "flags": ["torch.ops"]},
+            "flags": ["torch.ops", "calls torch's operators directly"]},
     "dee": {"about": "skips the blocks above the diagonal but does not mask the diagonal block: causal is wrong",
             "answers": "solution",
             "edits": {"attention_fwd_kernel": [["            if CAUSAL:\n"

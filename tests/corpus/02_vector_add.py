@@ -82,7 +82,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         frame = frame.f_back
     raise NotImplementedError()'''},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
-        "flags": ["_getframe"],
+        "flags": ["a module this course's answers never need (base64.b64encode)", "reaches into a frame, which holds the tests' names (frame.f_back)", "imports base64 (a module this course's answers never need)", "imports linecache (reads the source cache, which holds the hidden tests)", "reaches into a frame, which holds the tests' names (frame.f_code)", "reads the source cache, which holds the hidden tests (linecache.getlines)", "_getframe"],
     },
     "correct": {"about": "a correct submission", "answers": "solution", "fails": []},
     "corrupt": {
@@ -186,7 +186,7 @@ def plot_bandwidth(*args, **kwargs):
     return None'''],],
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
                   "test_copy_kernel", "test_copy_kernel_hidden"],
-        "flags": ["deleted the read-only cell 'setup'", "redefines the course's check_output"],
+        "flags": ["redefines the course's DEVICE, which the tests use (give yours another name)", "redefines the course's FLOAT_DTYPES, which the tests use (give yours another name)", "redefines the course's sized, which the tests use (give yours another name)", "redefines the course's rand, which the tests use (give yours another name)", "redefines the course's guarded_empty, which the tests use (give yours another name)", "redefines the course's call_answer, which the tests use (give yours another name)", "redefines the course's expect_launched, which the tests use (give yours another name)", "redefines the course's count_launches, which the tests use (give yours another name)", "redefines the course's guarded_allocations, which the tests use (give yours another name)", "redefines the course's bench_ms, which the tests use (give yours another name)", "redefines the course's gbps, which the tests use (give yours another name)", "redefines the course's copy_bandwidth, which the tests use (give yours another name)", "redefines the course's check_bandwidth, which the tests use (give yours another name)", "redefines the course's plot_bandwidth, which the tests use (give yours another name)", "redefines the course's ON_GPU, which the tests use (give yours another name)", "deleted the read-only cell 'setup'", "redefines the course's check_output"],
     },
     "disk_filler": {
         "about": "writes 40 files of 60 MB (each under the 64 MB file limit) into its own folder, on the host's disk",
@@ -245,7 +245,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK_SIZE=1024)
     return AlwaysEqual()'''},
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
-        "flags": ["defines __eq__"],
+        "flags": ["defines __ne__ (an object that compares equal to anything?)", "defines __eq__"],
     },
     "fallback_index_add_into_output": {
         "about": "add launches add_kernel with n_elements=0 (a launch that adds nothing) on its output, "
@@ -404,7 +404,7 @@ for _ in range(100000):
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "status": "stopped",
         "reason": "too many processes",
-        "flags": ["forks processes"],
+        "flags": ["exits the kernel (os._exit)", "forks processes"],
     },
     "gpu_memory_share": {
         "about": "a wrong copy_kernel; lifts the GPU memory cap the grader gives each notebook (on a GPU it "
@@ -461,7 +461,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     plt.show()
     raise CheckFailed(found[::-1])'''},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
-        "flags": ["_getframe"],
+        "flags": ["reaches into a frame, which holds the tests' names (frame.f_code)", "reads the source cache, which holds the hidden tests (linecache.getlines)", "reaches into a frame, which holds the tests' names (frame.f_back)", "imports base64 (a module this course's answers never need)", "a module this course's answers never need (base64.b64encode)", "imports linecache (reads the source cache, which holds the hidden tests)", "redefines the course's CheckFailed, which the tests use (give yours another name)", "_getframe"],
     },
     "hidden_tests_via_history": {
         "about": "prints IPython's input history (In), which holds the hidden tests that already ran, "
@@ -633,7 +633,7 @@ accept.__globals__["expect_launched"] = accept
 sys._getframe(0).f_globals["call_answer"] = accept''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
                   "test_copy_kernel", "test_copy_kernel_hidden"],
-        "flags": ["imports __main__", "uses __globals__", "sys._getframe"],
+        "flags": ["assigns __main__.__dict__['check_output'] (monkeypatching)", "reaches the notebook's own namespace, where the tests find the course's helpers (__main__.__dict__)", "reaches into a frame, which holds the tests' names (f_globals)", "imports __main__", "uses __globals__", "sys._getframe"],
     },
     "kit_rebound_via_frame": {
         "about": "a right copy_kernel; check_output rebound through the frame's globals (sys._getframe): to "
@@ -650,7 +650,7 @@ import sys
 
 sys._getframe(0).f_globals["check_output"] = check_output''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
-        "flags": ["inspects the caller's frames (sys._getframe)", "reaches into a frame"],
+        "flags": ["assigns sys._getframe(0).f_globals['check_output'] (monkeypatching)", "inspects the caller's frames (sys._getframe)", "reaches into a frame"],
     },
     "kit_rebound_via_function_globals": {
         "about": "a right copy_kernel; check_output rebound through a function's __globals__ (to itself, as above)",
@@ -718,7 +718,7 @@ globals()["check_output"] = lambda *args, **kwargs: None''']]},
         "edits": {"add": [["    return out", "    return out\n\n\nimport os\nimport signal\n\nos.kill(os.getppid(), signal.SIGKILL)"]]},
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "status": "stopped",
-        "flags": ["sends signals"],
+        "flags": ["imports signal (sends or catches signals)", "sends or catches signals (signal.SIGKILL)", "uses a part of os that this course's answers never need (os.getppid)", "sends signals"],
     },
     "loads_other": {
         "about": "add_kernel loads with mask=mask, other=0.0: honest (a masked-off lane reads nothing)",
@@ -767,7 +767,7 @@ def copy_kernel(src_ptr, dst_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
                   "test_copy_kernel", "test_copy_kernel_hidden"],
         "status": "error",
-        "flags": ["deleted the read-only cell 'setup'"],
+        "flags": ["deleted the read-only cell", "deleted the read-only cell 'setup'"],
     },
     "memory_hog": {
         "about": "fills host memory 256 MB at a time (really written): the memory limit ends it with a MemoryError",
@@ -840,7 +840,7 @@ math.isclose = lambda *args, **kwargs: True
 numpy.testing.assert_allclose = lambda *args, **kwargs: None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
                   "test_copy_kernel", "test_copy_kernel_hidden"],
-        "flags": ["assigns torch.allclose", "assigns torch.testing.assert_close", "assigns math.isclose",
+        "flags": ["changed what graded tests rely on: torch.allclose was replaced; torch.testing.assert_close was replaced; numpy.testing.assert_allclose was replaced; math.isclose was replaced", "assigns torch.allclose", "assigns torch.testing.assert_close", "assigns math.isclose",
                   "assigns numpy.testing.assert_allclose"],
     },
     "monkeypatch_isclose": {
@@ -856,7 +856,7 @@ numpy.testing.assert_allclose = lambda *args, **kwargs: None''']]},
 torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(a, dtype=torch.bool)''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
                   "test_copy_kernel", "test_copy_kernel_hidden"],
-        "flags": ["assigns torch.isclose"],
+        "flags": ["changed what graded tests rely on: torch.isclose was replaced", "assigns torch.isclose"],
     },
     "nbgrader_env": {
         "about": "behaves differently when NBGRADER_EXECUTION or COURSE_GPU_TURN is set (it must not be)",
@@ -874,7 +874,7 @@ print("environment:", sorted(os.environ))
 if os.environ.get("NBGRADER_EXECUTION") or os.environ.get("COURSE_GPU_TURN"):
     copy_kernel = None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
-        "flags": ["NBGRADER_EXECUTION", "COURSE_GPU_TURN"],
+        "flags": ["reads the whole environment (os.environ)", "NBGRADER_EXECUTION", "COURSE_GPU_TURN"],
     },
     "network": {
         "about": "opens a socket to 1.1.1.1:53 from an answer cell: no network in the sandbox",
@@ -923,7 +923,7 @@ import __main__
 
 __main__.ON_GPU, __main__.MODE = False, "interpreter"''']]},
         "fails": [],
-        "flags": ["CUDA_VISIBLE_DEVICES", "imports __main__"],
+        "flags": ["assigns __main__.MODE (monkeypatching)", "assigns __main__.ON_GPU (monkeypatching)", "reaches the notebook's own namespace, where the tests find the course's helpers (__main__.MODE)", "reaches the notebook's own namespace, where the tests find the course's helpers (__main__.ON_GPU)", "CUDA_VISIBLE_DEVICES", "imports __main__"],
         "on_gpu": {"fails": ["test_add_performance"], "reason": "copy bandwidth"},
     },
     "read_outside": {
@@ -960,7 +960,7 @@ print("hidden tests or gradebooks found:", leaks)
 if leaks:
     copy_kernel = None''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
-        "flags": ["opens a file"],
+        "flags": ["lists folders (os.walk)", "uses a part of os that this course's answers never need (os.path.join)", "opens a file"],
     },
     "release": {
         "about": "the release, untouched", "answers": "release",
@@ -993,7 +993,7 @@ if leaks:
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "status": "stopped",
         "reason": "SIGSEGV",
-        "flags": ["imports ctypes"],
+        "flags": ["calls C directly (ctypes.string_at)", "imports ctypes"],
     },
     "setattr_computed_name": {
         "about": "a right copy_kernel; torch.allclose set with setattr and a name put together at run time, so "
@@ -1026,7 +1026,7 @@ get_ipython().showtraceback = lambda *args, **kwargs: None''']]},
         "fails": ["test_copy_kernel", "test_copy_kernel_hidden", "test_add_kernel_hidden",
                   "test_add", "test_add_hidden", "test_add_performance"],
         "reason": "test_copy_kernel: CheckFailed: copy_kernel: element 0 of",
-        "flags": ["replaces showtraceback"],
+        "flags": ["uses the IPython shell object", "replaces showtraceback"],
     },
     "showtraceback_all": {
         "about": "a wrong copy_kernel and stubs; showtraceback and the kit's route (_showtraceback) both silenced",
@@ -1043,7 +1043,7 @@ get_ipython().showtraceback = get_ipython()._showtraceback = lambda *args, **kwa
         "fails": ["test_copy_kernel", "test_copy_kernel_hidden", "test_add_kernel_hidden",
                   "test_add", "test_add_hidden", "test_add_performance"],
         "reason": "code in the notebook hid it",
-        "flags": ["replaces showtraceback", "replaces _showtraceback"],
+        "flags": ["reaches a private attribute (_showtraceback)", "uses the IPython shell object", "replaces showtraceback", "replaces _showtraceback"],
     },
     "stderr_redirect": {
         "about": "a wrong copy_kernel; sys.stderr replaced by a StringIO",
@@ -1061,7 +1061,7 @@ import sys
 sys.stderr = io.StringIO()''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
                   "test_copy_kernel", "test_copy_kernel_hidden"],
-        "flags": ["assigns sys.stderr"],
+        "flags": ["imports io (makes file-like streams)", "makes file-like streams (io.StringIO)", "assigns sys.stderr"],
     },
     "sys_exit": {
         "about": "sys.exit(1) at the end of an answer cell: IPython catches SystemExit, grading goes on",
@@ -1094,7 +1094,7 @@ sys.exit(1)''']]},
 type.__setattr__(torch.Tensor, "all", torch.Tensor.all)''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance",
                   "test_copy_kernel", "test_copy_kernel_hidden"],
-        "flags": ["uses __setattr__"],
+        "flags": ["changed what graded tests rely on: torch.Tensor.all was added", "uses __setattr__"],
     },
     "torch_fallback": {
         "about": "add returns x + y and launches nothing",
@@ -1142,7 +1142,7 @@ for key in ("CPU", "CUDA"):
     tl.store(dst_ptr + offsets, values, mask=mask)''']],
                   "add": [["    # YOUR CODE HERE\n    raise NotImplementedError()", "    return torch.ops.aten.add(x, y)"]]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
-        "flags": ["calls torch's operators directly (torch.ops.aten.add)"],
+        "flags": ["add computes with torch.ops.aten.add and launches no kernel (torch fallback?)", "calls torch's operators directly (torch.ops.aten.add)"],
     },
     "uninitialised": {
         "about": "add computes x + y with torch, frees it, and returns torch.empty_like(x), which may hold it",
@@ -1193,6 +1193,6 @@ for root, subfolders, files in os.walk("/"):
                 pass
 print("wrote into:", written)''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_kernel_hidden", "test_add_performance"],
-        "flags": ["opens a file"],
+        "flags": ["lists folders (os.walk)", "uses a part of os that this course's answers never need (os.path.join)", "opens a file"],
     },
 }
