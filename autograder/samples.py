@@ -76,14 +76,19 @@ def differences(sample, grade, cells):
     status = sample.get("status", "failed tests" if sample["fails"] else "needs manual grading" if waiting else "ok")
     if grade.status != status:
         found.append(f"status {grade.status!r}, not {status!r} ({grade.reason[:400]})")
-    flags = sample.get("flags", [])
-    found += [f"no flag says {text!r}" for text in flags if not any(text in flag for flag in grade.flags)]
-    unexpected = [flag for flag in grade.flags if not any(text in flag for text in flags)]
-    if unexpected:  # a flag is a request for a person: one the sample does not ask for is a false alarm
-        found.append(f"unexpected flags: {unexpected}")
+    found += flag_differences(sample.get("flags", []), grade.flags)
     found += [f"{t.test} failed without saying why" for t in grade.tests
               if t.score < t.max_score and not t.manual and not (t.message and t.message in grade.reason)]
     return found
+
+
+def flag_differences(expected, raised):
+    """Sentences for each expected text no raised flag contains, and for the raised flags that no
+    expected text is in: a flag is a request for a person, and one a sample does not ask for is a
+    false alarm."""
+    found = [f"no flag says {text!r}" for text in expected if not any(text in flag for flag in raised)]
+    unexpected = [flag for flag in raised if not any(text in flag for text in expected)]
+    return found + ([f"unexpected flags: {unexpected}"] if unexpected else [])
 
 
 def ci_samples(samples):

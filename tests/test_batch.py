@@ -34,7 +34,7 @@ from autograder.demo import class_course
 from autograder.grade.batch import Settings, grade, merge
 from autograder.grade.feedback import VERDICT_CHARS
 from autograder.grade.isolate import physical_gpu
-from autograder.samples import expected_here, load_samples, write_submission
+from autograder.samples import expected_here, flag_differences, load_samples, write_submission
 from conftest import ROOT, page_text
 
 LESSON = "02_vector_add"
@@ -138,11 +138,8 @@ def _check(course, student, grade):
     top = sum(points.values())
     assert grade.score == (0 if status == "error" else top - sum(points[t] for t in entry["fails"])), seen
     assert grade.status == status, seen
-    expected = entry.get("flags", [])
-    missing = [text for text in expected if not any(text in flag for flag in grade.flags)]
-    assert not missing, f"no flag says {missing}: {seen}"
-    unexpected = [flag for flag in grade.flags if not any(text in flag for text in expected)]
-    assert not unexpected, f"unexpected flags {unexpected}: {seen}"
+    wrong_flags = flag_differences(entry.get("flags", []), grade.flags)
+    assert not wrong_flags, f"{wrong_flags}: {seen}"
     for test in grade.tests:
         if test.score < test.max_score:
             assert test.message, f"{test.test} lost its points without a message: {seen}"
