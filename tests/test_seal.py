@@ -23,6 +23,7 @@ from autograder.grade import seal
 import triton  # noqa: E402 (after the kit: see above)
 
 KIT = Path(kit.__file__).read_text()
+KIT_NAMES = {name for name in vars(kit) if not name.startswith("__")}
 # A test cell in the style of the lessons': a wrong answer must fail it.
 WRONG_ANSWER_TEST = """x = rand(100)
 check_output(x * 2, x, name="doubled")
@@ -109,6 +110,27 @@ def test_rebinding_the_kit_in_the_notebook_does_not_reach_the_tests(notebook, re
     error, receipt = notebook.test(WRONG_ANSWER_TEST)
     assert isinstance(error, AssertionError) and "doubled: element" in str(error), error
     assert receipt["verdict"] == "check failed" and receipt["problems"] == []
+
+
+def test_nothing_the_kit_holds_is_shared_with_the_notebook_at_any_depth(notebook):
+    """The sealed kit's containers are copies, and so is every container inside them (the GPU's
+    replay keeps a set of launches in a dict: shared, the notebook could fill it and skip replays)."""
+    notebook.student(MUTABLE_CONTAINERS + "notebooks = mutable_containers(globals())")
+    error, _ = notebook.test(MUTABLE_CONTAINERS + "shared = notebooks & mutable_containers(globals())\n"
+                                                  "assert notebooks and not shared, len(shared)")
+    assert error is None, error
+
+
+MUTABLE_CONTAINERS = f"""def mutable_containers(namespace):
+    found, todo = set(), [value for name, value in namespace.items() if name in {sorted(KIT_NAMES)!r}]
+    while todo:
+        value = todo.pop()
+        if type(value) in (dict, list, set, tuple) and id(value) not in found:
+            if type(value) is not tuple:
+                found.add(id(value))
+            todo.extend(value.values() if type(value) is dict else value)
+    return found
+"""
 
 
 def test_an_error_named_like_the_courses_check_is_told_apart(notebook):

@@ -251,7 +251,9 @@ _CONTEXTMANAGER_CODE = contextlib.contextmanager(lambda: (yield)).__code__
 
 def _rebound(value, into, home):
     """`value` for the sealed copy: a function defined in `home` (the namespace it was copied from)
-    rebound to `into`, so that it looks up its helpers there; a container copied; else itself."""
+    rebound to `into`, so that it looks up its helpers there; a container copied, and what it holds
+    rebound the same way, at every depth (a set inside one of the kit's dicts, changed through the
+    notebook's copy, would change the sealed kit too); else itself."""
     if isinstance(value, FunctionType):
         wrapped = getattr(value, "__wrapped__", None)
         if value.__code__ is _CONTEXTMANAGER_CODE and isinstance(wrapped, FunctionType):
@@ -263,8 +265,10 @@ def _rebound(value, into, home):
         copy.__dict__.update(value.__dict__)
         copy.__qualname__, copy.__doc__ = value.__qualname__, value.__doc__
         return copy
-    if type(value) in (dict, list, set):
-        return type(value)(value)
+    if type(value) is dict:
+        return {key: _rebound(item, into, home) for key, item in value.items()}
+    if type(value) in (list, set, tuple):
+        return type(value)(_rebound(item, into, home) for item in value)
     return value
 
 
