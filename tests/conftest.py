@@ -1,4 +1,5 @@
 import html
+import os
 import re
 import shutil
 import subprocess
@@ -48,3 +49,11 @@ def page_text(page):
     template highlights code token by token (a <span> each, with entities), so a line of code is
     found in a page only this way."""
     return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def unavailable(reason, what, installs):
+    """A test this machine cannot run: skipped here, with the reason; in CI (which .ci/run sets up
+    to run everything) a failure instead, so that nothing is skipped silently there."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run {what}, but {reason}: {installs}")
+    pytest.skip(reason)

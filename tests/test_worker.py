@@ -1,13 +1,12 @@
 """A worker process (autograder/grade/worker.py) that dies loses no grade and leaves nothing
 running: the submission it held gets a row with the reason, its notebook's sandbox dies with it,
 and the next submission gets a fresh worker."""
+import contextlib
 import os
 import signal
-import subprocess
 import threading
 import time
-
-import pytest
+from pathlib import Path
 
 from autograder.demo import class_course
 from autograder.grade import sandbox
@@ -16,18 +15,42 @@ from autograder.grade.run import make_template
 from autograder.grade.settings import Settings
 from autograder.grade.worker import Worker
 from autograder.samples import load_samples
+from conftest import unavailable
 
-pytestmark = pytest.mark.skipif(not sandbox.available(), reason="this machine cannot make user namespaces")
 LESSON = "02_vector_add"
 
 
-def _sandboxes():
-    """How many sandbox inits run on this machine."""
-    listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return sum("autograder.grade.sandbox --init" in line for line in listing.splitlines())
+def _parent_and_state(pid):
+    """(parent PID, state letter) of a process, or None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), fields[0]
+
+
+def _sandboxes_of(ancestor):
+    """The PIDs of the sandbox inits running under process `ancestor` (other graders' are not counted)."""
+    found = []
+    for entry in (e for e in os.listdir("/proc") if e.isdigit()):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            if b"autograder.grade.sandbox" in argv and b"--init" in argv:
+                pid = int(entry)
+                while pid > 1 and pid != ancestor and (known := _parent_and_state(pid)):
+                    pid = known[0]
+                found += [int(entry)] if pid == ancestor else []
+    return found
+
+
+def _alive(pid):
+    known = _parent_and_state(pid)
+    return known is not None and known[1] != "Z"  # a zombie has ended: only its exit status is left
 
 
 def test_a_worker_that_dies_loses_no_grade_and_leaves_nothing_running(course, tmp_path):
+    if not sandbox.available():
+        unavailable("this machine cannot make user namespaces", "the worker test", "run it as root")
     # A notebook stuck in an endless loop (from the adversarial corpus), and an untouched one.
     corpus = load_samples(course, LESSON, folder="tests/corpus")
     students = {"ada": corpus["busy_loop_python"], "bo": corpus["release"]}
@@ -40,12 +63,12 @@ def test_a_worker_that_dies_loses_no_grade_and_leaves_nothing_running(course, tm
     running = []
 
     def kill_mid_notebook():
-        while _sandboxes() == 0:  # wait until the notebook runs in its sandbox
+        while not (inits := _sandboxes_of(worker.process.pid)):  # wait until the notebook runs in its sandbox
             time.sleep(0.2)
         time.sleep(1)
         os.kill(worker.process.pid, signal.SIGKILL)
         time.sleep(2)
-        running.append(_sandboxes())
+        running.append([pid for pid in inits if _alive(pid)])
 
     killer = threading.Thread(target=kill_mid_notebook)
     killer.start()
@@ -56,5 +79,5 @@ def test_a_worker_that_dies_loses_no_grade_and_leaves_nothing_running(course, tm
     finally:
         worker.stop()
     assert died.student == "ada" and died.status == "error" and "worker process ended" in died.reason, died
-    assert running == [0], "the notebook's sandbox outlived its worker"
+    assert running == [[]], "the notebook's sandbox outlived its worker"
     assert after.student == "bo" and after.status == "failed tests" and after.max_score > 0, after
