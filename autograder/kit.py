@@ -550,6 +550,9 @@ def _replay_on_the_interpreter(kernel, args, kwargs, grid, launch):
         _REPLAYED["seconds"] += _clock() - start
 
 
+_COMPARED_AT_ONCE = 2**24
+
+
 def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None, hint=None):
     """Compare a kernel's output with torch's, explaining the first difference found.
 
@@ -572,23 +575,36 @@ def check_output(out, expected, name="output", inputs=(), atol=None, rtol=None, 
     written = _check_guards(out, name)
     n = out.numel()
     # Compared on the tensors' device (on the CPU, 2^26 elements take seconds), in fp32 for floats
-    # of 4 bytes or fewer (half precision would round the tolerance test itself), else in fp64.
+    # of 4 bytes or fewer (half precision would round the tolerance test itself), else in fp64; a
+    # slice of _COMPARED_AT_ONCE elements at a time, so that a big output's comparison needs little
+    # memory beside it (a notebook under the grader has a share of the GPU's memory).
     compare_in = torch.float32 if out.dtype.is_floating_point and out.element_size() <= 4 else torch.float64
-    got, want = out.detach().flatten().to(compare_in), expected.detach().flatten().to(compare_in)
     tol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(out.dtype, 1e-5)
     # No test asks for more than the output's dtype holds: a correct answer that adds in another
     # order may round to the neighbouring value, one step of the dtype (at most eps, relative).
     rtol = max(tol if rtol is None else rtol, torch.finfo(out.dtype).eps if out.dtype.is_floating_point else 0.0)
-    ok = _isclose(got, want, rtol=rtol, atol=tol if atol is None else atol, equal_nan=True)
-    if bool(ok.all()):
+    atol = tol if atol is None else atol
+    flat_out, flat_expected = out.detach().flatten(), expected.detach().flatten()
+    wrong, first, unwritten = 0, None, True
+    for start in range(0, n, _COMPARED_AT_ONCE):
+        got = flat_out[start:start + _COMPARED_AT_ONCE].to(compare_in)
+        want = flat_expected[start:start + _COMPARED_AT_ONCE].to(compare_in)
+        ok = _isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        if bool(ok.all()):
+            continue
+        bad = _nonzero(~ok).flatten()
+        wrong += len(bad)
+        if first is None:
+            first = (start + int(bad[0]), got[bad[0]].item(), want[bad[0]].item())
+        if written is not None:
+            unwritten = unwritten and not bool(written[bad + start].any())
+    if first is None:
         return
-    bad = _nonzero(~ok).flatten()
-    i = int(bad[0])
+    i, value, wanted = first
     where = f"element {i} of {n}" if out.dim() == 1 else \
         f"element {tuple(int(k) for k in np.unravel_index(i, tuple(out.shape)))} of shape {tuple(out.shape)}"
-    value, wanted = got[i].item(), want[i].item()
-    detail = f"{where} is {value:.6g}, expected {wanted:.6g} ({len(bad)} of {n} wrong)"
-    if written is not None and not bool(written[bad].any()):
+    detail = f"{where} is {value:.6g}, expected {wanted:.6g} ({wrong} of {n} wrong)"
+    if written is not None and unwritten:
         _fail(f"{name}: {detail}. None of the wrong elements was ever written: does the grid cover "
               "every element (grid = (triton.cdiv(n, BLOCK_SIZE),))?")
     if not math.isfinite(value) and math.isfinite(wanted):

@@ -232,6 +232,24 @@ def test_wrong_values_give_the_first_bad_index():
         check_output(out, x - y, name="add")
 
 
+@pytest.mark.parametrize("at_once", [7, 1000, 2**24])
+def test_a_big_output_is_compared_a_slice_at_a_time_with_the_same_verdict(at_once, monkeypatch):
+    """check_output compares _COMPARED_AT_ONCE elements at a time (a GPU notebook's memory share
+    holds a few copies of a 32768 x 4096 output, not the comparison's many): what it says does not
+    depend on the slices."""
+    monkeypatch.setattr(kit, "_COMPARED_AT_ONCE", at_once)
+    x = rand(1000)
+    wrong = x.clone()
+    wrong[[3, 500, 999]] += 1
+    check_output(x.clone(), x, name="same")
+    with pytest.raises(CheckFailed, match=r"element 3 of 1000 is .* \(3 of 1000 wrong\)\. Check the offsets"):
+        check_output(wrong, x, name="three wrong")
+    out = guarded_empty(1000)
+    out[:768] = x[:768]  # what a grid one block short leaves: the rest never written
+    with pytest.raises(CheckFailed, match=r"element 768 of 1000 .*\(232 of 1000 wrong\).*was ever written"):
+        check_output(out, x, name="short grid")
+
+
 def test_modified_inputs_are_caught():
     x, y = rand(100), rand(100)
     before = x.clone()
@@ -247,8 +265,11 @@ def test_a_tolerance_never_asks_for_more_than_the_dtype_holds(dtype):
     want = torch.tensor([0.7143, -3.3, 1000.25, 1e-3]).to(dtype)
     one_step = torch.nextafter(want, torch.full_like(want, math.inf))
     check_output(one_step, want, atol=1e-6, rtol=1e-6)
+    three_steps = torch.nextafter(torch.nextafter(one_step, one_step + 1), one_step + 1)
+    three_steps = torch.nextafter(three_steps, three_steps + 1)  # more than one step away: still wrong
+    check_output(one_step, want, atol=0.0, rtol=0.0)  # the floor alone lets one step through
     with pytest.raises(CheckFailed, match="element 0 of 4"):
-        check_output(want * 1.03, want, atol=1e-6, rtol=1e-6)
+        check_output(three_steps, want, atol=0.0, rtol=0.0)
 
 
 @pytest.mark.parametrize("out, message", [
@@ -501,7 +522,10 @@ def test_under_the_interpreter_tl_dot_takes_fp32_and_fp16_but_not_bf16():
 
 def test_the_dot_dtypes_of_this_machine_are_float_dtypes_it_has():
     assert set(kit.DOT_DTYPES) <= set(kit.FLOAT_DTYPES) and torch.float32 in kit.DOT_DTYPES
-    assert kit.DOT_NOTE == kit.dot_dtypes(kit.CAPABILITY, interpreter=not kit.ON_GPU)[1]
+    if kit.ON_GPU:  # the note speaks of this GPU, and of the interpreter where it is
+        assert f"compute capability {kit.CAPABILITY[0]}.{kit.CAPABILITY[1]}" in kit.DOT_NOTE
+    else:
+        assert "IEEE fp32" in kit.DOT_NOTE and "interpreter" in kit.DOT_NOTE.lower()
 
 
 def test_torch_compiled_runs_on_a_gpu_only_and_is_right_for_each_shape():
