@@ -38,7 +38,7 @@ BEGIN, END = "<!-- calibration: begin (written by benchmarks/calibrate.py) -->",
 FIGURE = re.compile(r"(\d+)% of this device's copy bandwidth|: ([\d.]+)x (?:cuBLAS|SDPA)")
 
 # lesson -> (its performance test, {label: variant}); a variant is a sample (edits, replace, add_cells)
-# with "should": "pass" or "miss".
+# with "should": "pass" or "miss", and "like": a sample of the class whose answers it edits.
 VARIANTS = {
     "02_vector_add": ("test_add_performance", {
         "blocks of 256": {"should": "pass", "edits": {"add": [["BLOCK_SIZE = 1024", "BLOCK_SIZE = 256"]]}},
@@ -69,10 +69,13 @@ VARIANTS = {
             "num_warps = 4 if BLOCK_SIZE <= 8192 else 8", "num_warps = 8"]]}},
         "the reference with 2 warps": {"should": "pass", "edits": {"layer_norm_forward": [[
             "num_warps = 4 if BLOCK_SIZE <= 8192 else 8", "num_warps = 2"]]}},
-        "blocks of 1024 (four per row, three passes)": {"should": "miss", "edits": {"layer_norm_forward": [[
-            "BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 65536 // x.element_size())", "BLOCK_SIZE = 1024"]]}},
+        "blocks of 1024 (four per row, three passes)": {"should": "pass", "edits": {"layer_norm_forward": [[
+            "BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 16384)", "BLOCK_SIZE = 1024"]]}},
+        "sample ida's Welford kernel with the row in one block of 4096, 8 warps": {"should": "miss", "like": "ida", "edits": {
+            "layer_norm_forward": [["min(triton.next_power_of_2(n_cols), 1024)", "min(triton.next_power_of_2(n_cols), 8192)"],
+                                   ["warps = 4", "warps = max(1, min(16, block // 512))"]]}},
         "blocks of 256": {"should": "miss", "edits": {"layer_norm_forward": [[
-            "BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 65536 // x.element_size())", "BLOCK_SIZE = 256"]]}},
+            "BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 16384)", "BLOCK_SIZE = 256"]]}},
     }),
     "06_matmul": ("test_matmul_performance", {
         "loads without other=, masked lanes zeroed with tl.where": {"should": "pass", "edits": {"matmul_kernel": [
@@ -135,7 +138,8 @@ def variants_of(course, lesson, test):
         if sample["answers"] == "solution" and not [f for f in fails if f != test and not f.startswith("written_")]:
             chosen[f"sample {student}: {sample['about']}"] = {**sample, "should": "miss" if test in fails else "pass"}
     for label, variant in VARIANTS[lesson][1].items():
-        chosen[label] = {"answers": "solution", "fails": [], **variant}
+        like = load_samples(course, lesson)[variant["like"]] if "like" in variant else {}
+        chosen[label] = {"answers": "solution", "fails": [], "replace": like.get("replace", {}), **variant}
     return chosen
 
 

@@ -110,7 +110,8 @@ print("the same sum in fp32:               ", np.cumsum(values, dtype=np.float32
 #
 # Lesson 4's softmax held a whole row in one block of `next_power_of_2(N)` lanes. That is the
 # fastest plan while the row fits in a program's registers. It does not scale: a block of 16384
-# fp32 numbers is already 64 KB of registers for one program, wider blocks spill to memory, and
+# fp32 numbers is already 64 KB of registers for one program, a quarter of a multiprocessor's
+# 256 KB register file; wider blocks leave room for fewer programs at once, or spill to memory; and
 # Triton refuses blocks of more than 2^20 elements. The general plan is a **loop over the row**,
 # `BLOCK_SIZE` columns at a time:
 #
@@ -332,12 +333,12 @@ print("layer_norm_fwd_kernel passed the hidden tests.")
 #    when it must). If its columns are not contiguous (`stride(-1) != 1`), make it contiguous. Pass
 #    its row stride; allocate `y` as a new contiguous `(n_rows, N)` tensor (`torch.empty`), and
 #    return it viewed as `x.shape`.
-# 2. **Block.** One block for the whole row while the row is at most 64 KB, and the loop beyond:
-#    `BLOCK_SIZE = min(triton.next_power_of_2(N), 65536 // x.element_size())`.
+# 2. **Block.** One block for the whole row while the row has at most 16384 elements (64 KB of
+#    registers once converted to fp32, whatever the input's dtype: section 3), and the loop beyond:
+#    `BLOCK_SIZE = min(triton.next_power_of_2(N), 16384)`.
 # 3. **Warps.** Four warps (128 threads) for blocks up to 8192 elements, eight beyond:
-#    `num_warps = 4 if BLOCK_SIZE <= 8192 else 8` (in a calibration run on an H200, timed one call
-#    at a time, 4096-wide fp16 rows ran at 80% of the copy bandwidth with 4 warps and 75% with 8:
-#    more threads per row only wait longer at each reduction).
+#    `num_warps = 4 if BLOCK_SIZE <= 8192 else 8`, so that no thread holds more than 64 of the
+#    block's elements in its registers (exercise 3 measures what registers cost).
 # 4. **Launch** one program per row, with `RMS_NORM=False`.
 #
 # `weight` and `bias` are vectors of `N` numbers (make them contiguous).
@@ -355,7 +356,7 @@ def layer_norm_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
     y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     mean = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)
-    BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 65536 // x.element_size())
+    BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 16384)
     num_warps = 4 if BLOCK_SIZE <= 8192 else 8
     layer_norm_fwd_kernel[(n_rows,)](rows, y, weight.contiguous(), bias.contiguous(), mean, rstd,
                                      rows.stride(0), y.stride(0), n_cols, eps,
@@ -429,34 +430,83 @@ print("layer_norm_forward passed the hidden tests.")
 # %% [markdown]
 # ## Exercise 3: the forward pass at the speed of memory (2 points)
 #
-# No new code: on a GPU this test times your `layer_norm_forward` on fp16 rows of 4096 columns
-# (the hidden size of a large Transformer), counting one read of `x` and one write of `y`, and
-# expects at least **70% of this device's copy bandwidth**. Under the interpreter the test is
-# advisory. (On the fastest GPUs this size is small: on an H200 one call moves 256 MB in about
-# 64 us, about as long as Python takes to allocate the outputs and launch the kernel, so the figure
-# it prints varies from run to run with the host's speed; at twice the rows this lesson's reference
-# reaches 85% to 89% of the copy there. docs/calibration.md in the course's repository has the
-# measurements.)
+# No new code: on a GPU this test times your `layer_norm_forward` on 32768 fp16 rows of 4096
+# columns (the hidden size of a large Transformer), counting one read of `x` and one write of `y`,
+# and expects at least **75% of this device's copy bandwidth**. Under the interpreter the test is
+# advisory. Why so many rows: a call must last long enough that the time is the kernel's. On an
+# H200 one call moves 512 MB in about 130 us, while Python takes 40 to 80 us to allocate the outputs
+# and launch the kernel; at half the rows the GPU would wait for the host about half the time, and
+# the figure would measure the host's speed. (docs/calibration.md in the course's repository has the
+# measurements.) Every timed call's result is checked, as in the lessons before.
+#
+# What decides the speed of a kernel that moves so little per element? Its loads must be in
+# flight, many at once: a multiprocessor (an SM) hides the memory's latency by running several
+# programs side by side, starting one program's loads while another waits for its own. How many
+# programs fit on an SM at once is set, here, by **registers**: an SM has 65536 registers of 32
+# bits, shared by the threads of the programs it runs, and a program of 4 warps needs
+# 128 x (registers per thread) of them. Every value a loop carries from one trip to the next, for
+# every lane of the block, is held in registers for the whole loop: with a block of 4096 lanes and
+# 128 threads, each fp32 vector the loop carries costs 32 registers per thread. The next cell
+# launches your kernel with two block sizes, asks the compiled kernel how many registers a thread
+# needs (`compiled.n_regs`; a launch returns the compiled kernel), and times it (on a GPU only:
+# the interpreter has no registers).
+#
+# A plan that carries more than your loops do pays for it. Welford's update (section 3) carries
+# two vectors across its loop, the running mean and $M_2$, and keeps the loaded row besides: in
+# one block of 4096 lanes a thread needs more registers than with this lesson's loops, fewer
+# programs fit on an SM, and on an H200 it moves about a third less (a Welford kernel written for
+# this course: 54% to 59% of the copy bandwidth, against 83% to 90% for the three loops; the same
+# kernel in blocks of 1024 columns, 83%; `benchmarks/calibrate.py --only 05_layernorm` in the
+# course's repository measures them). When a kernel is slower than its bytes say, count its
+# registers.
+
+# %%
+if ON_GPU:
+    x = rand(32768, 4096, dtype=torch.float16)
+    weight, bias = rand(4096, dtype=torch.float16), rand(4096, dtype=torch.float16)
+    y, mean, rstd = torch.empty_like(x), torch.empty(32768, device=DEVICE), torch.empty(32768, device=DEVICE)
+    registers = getattr(torch.cuda.get_device_properties(DEVICE), "regs_per_multiprocessor", 65536)
+    for block in (4096, 1024):
+        def norm(block=block):
+            return layer_norm_fwd_kernel[(32768,)](x, y, weight, bias, mean, rstd, 4096, 4096, 4096, 1e-5,
+                                                   BLOCK_SIZE=block, RMS_NORM=False, num_warps=4)
+        compiled = norm()
+        programs = min(16, registers // (128 * compiled.n_regs))  # 16: an SM runs at most 64 warps
+        print(f"BLOCK_SIZE {block}: {compiled.n_regs} registers per thread, at most {programs} programs "
+              f"per SM; {gbps(2 * x.numel() * 2, bench_ms(norm)):.0f} GB/s")
+    del x, y
+else:
+    print("Interpreter: there are no registers to count; on a GPU this cell prints them.")
 
 # %% nbgrader={"grade": true, "grade_id": "test_layer_norm_forward_performance", "locked": true, "points": 2}
-n_rows, n_cols = sized((16384, 4096), (16, 512))
-x = rand(n_rows, n_cols, dtype=torch.float16)
+n_rows, n_cols = sized((32768, 4096), (16, 512))
 weight, bias = rand(n_cols, dtype=torch.float16), rand(n_cols, dtype=torch.float16)
+x = rand(min(n_rows, 1024), n_cols, dtype=torch.float16)  # first the values and the launches, on fewer rows
 with count_launches() as launches:
     y, _, _ = call_answer(layer_norm_forward, x, weight, bias)
 expect_launched(launches, "layer_norm_forward", y)
 check_output(y, layer_norm_torch(x, weight, bias), name="layer_norm_forward")
-del y
+del x, y
+
+
+def reference_by_rows(x, w, b):
+    """The fp64 reference, 4096 rows at a time: in one piece its fp64 copies would not fit beside the
+    timed calls' inputs and outputs in a notebook's share of GPU memory under the grader."""
+    return torch.cat([layer_norm_torch(rows, w, b) for rows in x.split(4096)])
+
+
+x = rand(n_rows, n_cols, dtype=torch.float16)
 with exclusive_gpu():  # under the grader, no other notebook runs on the GPU meanwhile
-    ours = bench_ms(lambda x, w, b: layer_norm_forward(x, w, b)[0], x, weight, bias, expect=layer_norm_torch)
+    ours = bench_ms(lambda x, w, b: layer_norm_forward(x, w, b)[0], x, weight, bias, expect=reference_by_rows)
     theirs = bench_ms(lambda x, w, b: F.layer_norm(x, (n_cols,), w, b), x, weight, bias)
     nbytes = 2 * x.numel() * x.element_size()
     if ON_GPU:
         print(f"layer_norm_forward {gbps(nbytes, ours):.0f} GB/s, F.layer_norm {gbps(nbytes, theirs):.0f} GB/s.")
-    check_bandwidth(gbps(nbytes, ours), 0.7, f"layer_norm_forward on {n_rows} x {n_cols} fp16",
-                    hint="Does BLOCK_SIZE hold the whole row (up to 64 KB), with num_warps = 4 up to 8192 "
-                         "columns (more warps wait longer at each reduction), and does the kernel do little "
-                         "more per element than the three loops of the lesson?")
+    check_bandwidth(gbps(nbytes, ours), 0.75, f"layer_norm_forward on {n_rows} x {n_cols} fp16",
+                    hint="Are the blocks large (1024 columns or more: small ones keep few loads in flight), "
+                         "and does the loop carry little from one trip to the next? Every vector it carries "
+                         "(Welford's running mean and M2 are two) costs registers in every thread, and fewer "
+                         "programs then fit on a multiprocessor: the cell above counts them.")
 
 
 # %% [markdown]
@@ -658,15 +708,26 @@ if not ON_GPU:
 # why it stored them.
 #
 # `dw` and `db` are different: column `j` sums over every row, and the rows belong to different
-# programs. Programs of one launch cannot wait for each other, so no program can add up the
-# others' contributions. The standard way out takes two steps:
+# programs. The programs of one launch run in no fixed order and cannot wait for one another, so
+# no program can know when the others' contributions are complete. There are two ways out:
 #
-# 1. each program handles a **group of rows** (`rows_per_program` consecutive rows), computes `dx`
-#    for each, and accumulates `dy * x_hat` and `dy` for its rows in two fp32 vectors of registers;
-#    at the end it writes them as **one row** of two partial-sum matrices, `dw_partial` and
-#    `db_partial`, of shape `(n_programs, N)`;
-# 2. a second, small kernel adds up the columns of each partial matrix: `dw = dw_partial.sum(0)`.
-#    A launch starts after the previous one has finished, so it sees every partial sum.
+# - **Atomics.** Every program adds its rows' contribution straight into `dw` with
+#   `tl.atomic_add(dw_ptr + cols, contribution, mask=mask)`: the memory system performs each
+#   addition indivisibly, so none is lost, and one launch does it all. The price: the additions
+#   happen in whatever order the programs reach them, which changes from run to run, and float
+#   addition is not associative, so the same inputs give gradients that differ in their last bits
+#   between runs (a training run is no longer reproducible bit for bit); and hundreds of programs
+#   adding into the same `N` addresses queue behind one another. (Triton's own layer-norm tutorial
+#   takes a middle way: programs add into a few partial rows, each guarded by a lock built from
+#   `tl.atomic_cas`, and a second kernel adds up those rows.)
+# - **Partial sums and a second launch**, which this lesson uses, deterministic:
+#   1. each program handles a **group of rows** (`rows_per_program` consecutive rows), computes
+#      `dx` for each, and accumulates `dy * x_hat` and `dy` for its rows in two fp32 vectors of
+#      registers; at the end it writes them as **one row** of two partial-sum matrices,
+#      `dw_partial` and `db_partial`, of shape `(n_programs, N)`;
+#   2. a second, small kernel adds up the columns of each partial matrix: `dw = dw_partial.sum(0)`.
+#      A launch starts after the previous one has finished, so it sees every partial sum, and it
+#      adds them in the same order every time.
 
 # %%
 import matplotlib.pyplot as plt
@@ -709,12 +770,14 @@ draw_partial_sums()
 # traffic in step 2), but fewer programs to keep the GPU busy. A few hundred programs suit a GPU
 # with about a hundred multiprocessors.
 #
-# **Multiple choice (1 point).** Why do `dw` and `db` need this second launch, when `dx` does not?
-# Set `answer_q_partial_sums` to one letter in the cell below.
+# **Multiple choice (1 point).** Why does this lesson compute `dw` and `db` with a second launch,
+# when `dx` needs none? Set `answer_q_partial_sums` to one letter in the cell below.
 #
 # - a) `tl.sum` cannot reduce more than one block at a time.
 # - b) `dw[j]` sums over all rows, which different programs own; programs of one launch cannot
-#   wait for each other, so each writes a partial sum and a later launch adds them up.
+#   wait for each other, so each writes a partial sum and a later launch, started once they have
+#   all finished, adds them up in a fixed order (atomics would add them within one launch, in an
+#   order that changes from run to run).
 # - c) `dw` must be computed in fp64, which needs a separate kernel.
 # - d) The second launch makes the result more accurate, like the two-pass variance.
 
@@ -730,7 +793,8 @@ print("Your answer is recorded; it is checked when your notebook is graded.")
 ### BEGIN HIDDEN TESTS
 check_choice(answer_q_partial_sums, "answer_q_partial_sums", expected="b",
              why="dx needs sums over its own row only, which one program owns; dw[j] needs a sum over "
-                 "every row, and no program of a launch can wait for the others.")
+                 "every row, and no program of a launch can wait for the others: a later launch adds "
+                 "their partial sums, in a fixed order.")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1093,7 +1157,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     mean = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)
-    BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 65536 // x.element_size())
+    BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 16384)
     weight = weight.contiguous()
     layer_norm_fwd_kernel[(n_rows,)](rows, y, weight, weight, mean, rstd, rows.stride(0), y.stride(0), n_cols,
                                      eps, BLOCK_SIZE=BLOCK_SIZE, RMS_NORM=True,
@@ -1195,20 +1259,24 @@ plot_bandwidth(widths, training, f"Layer norm forward + backward, fp16, {total} 
 # %% [markdown]
 # **Reading the plots** (on a GPU).
 #
-# - **Forward.** Your kernel should run clearly ahead of `F.layer_norm` at every width (on an H200,
-#   1.3x to 1.5x: 2975 against 2308 GB/s at 4096 columns). PyTorch's kernel is written for every
-#   shape and dtype; yours is compiled for this row width (`BLOCK_SIZE` is a `tl.constexpr`), which
-#   is the same advantage as lesson 4's softmax. This plot times one call at a time, which charges
-#   each call its own start and finish: the same kernel shows 63% to 74% of the copy bandwidth here
-#   against the 95% of the performance test, which times calls back to back.
+# - **Forward.** Your kernel should run ahead of `F.layer_norm` up to 8192 columns (in the
+#   solution's run on an H200, 1.3x to 1.5x: 3005 against 2288 GB/s at 4096 columns). PyTorch's
+#   kernel is written for every shape and dtype; yours is compiled for this row width (`BLOCK_SIZE`
+#   is a `tl.constexpr`), which is the same advantage as lesson 4's softmax. At 16384 columns it
+#   fell back to `F.layer_norm`'s speed there (1985 against 1987 GB/s): one program then holds a
+#   64 KB row, and exercise 3's register count is the place to start looking. This plot times one
+#   call at a time, which charges each call its own start and finish: the same kernel shows 63% to
+#   74% of the copy bandwidth here, against 83% in the performance test, which times calls back to
+#   back on twice the rows.
 # - **`torch.compile`** generates a Triton reduction kernel compiled for each shape: for rows of up
 #   to 1024 elements a "persistent" one, which keeps the row in registers and reads it once (at
-#   1024 columns it beat the loop kernel on an H200, 3597 against 2605 GB/s), and beyond that a
-#   looped one like yours, which ran a little below your kernel.
+#   1024 columns it beat your loop kernel on that H200, 3606 against 2576 GB/s). From 2048 to 8192
+#   columns it ran below yours (2613 to 2902 against 2905 to 3026 GB/s), and at 16384 well ahead
+#   (3046 against 1985).
 # - **Forward + backward.** Your backward reads `x` and `dy` and writes `dx`, plus the partial
 #   sums, which are small next to the rest (at most 256 rows of `N` fp32 numbers). Its kernels keep
 #   up with PyTorch's (timed alone on an H200, 1.0x to 1.5x PyTorch's backward), but through your
-#   `autograd.Function` the plot may show far less (0.4x to 0.7x on that H200): each backward is a
+#   `autograd.Function` the plot may show far less (0.3x to 0.45x on that H200): each backward is a
 #   Python function that reshapes, allocates and launches three kernels, and on that machine
 #   issuing it took more CPU time (0.2 to 0.4 ms) than the kernels took on the GPU. At these sizes
 #   the plot then times Python, not your kernels; PyTorch's backward is one call into C++.
@@ -1225,7 +1293,8 @@ plot_bandwidth(widths, training, f"Layer norm forward + backward, fp16, {total} 
 # - **Fusing** the residual add saves one pass of five; count the bytes, then measure.
 # - **Backward**: `dx` is a row-wise reduction like the forward; `dw` and `db` sum over rows that
 #   different programs own, so each program writes **partial sums** and a second launch adds them
-#   up. A `torch.autograd.Function` makes your kernels part of autograd.
+#   up, in a fixed order (atomics do it in one launch, in an order that changes from run to run).
+#   A `torch.autograd.Function` makes your kernels part of autograd.
 # - One kernel, two norms: a `tl.constexpr` flag compiles a specialised variant (RMSNorm) at no
 #   run-time cost.
 #

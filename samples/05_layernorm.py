@@ -12,7 +12,6 @@
 {
     "ada": {"about": "a correct submission", "answers": "solution", "fails": []},
     "ida": {"about": "every answer written differently, all correct", "answers": "solution", "fails": [],
-            "on_gpu": {"fails": ["test_layer_norm_forward_performance"]},
             "replace": {
                 "layer_norm_fwd_kernel": """@triton.jit
 def layer_norm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_row_stride, y_row_stride,
@@ -71,8 +70,10 @@ def layer_norm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_row_
     y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     mean = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     rstd = torch.empty_like(mean)
-    block = min(triton.next_power_of_2(n_cols), 8192)  # wider rows loop, 8192 columns a trip
-    warps = max(1, min(16, block // 512))  # 16 elements per thread
+    # Welford carries two vectors across its loop: blocks of 1024 keep the registers per thread low
+    # (more programs per multiprocessor); wider rows loop
+    block = min(triton.next_power_of_2(n_cols), 1024)
+    warps = 4
     layer_norm_fwd_kernel[(n_rows,)](rows, y, weight.contiguous(), bias.contiguous(), mean, rstd,
                                      rows.stride(0), y.stride(0), n_cols, eps,
                                      BLOCK_SIZE=block, RMS_NORM=rms, num_warps=warps)
@@ -193,7 +194,9 @@ class LayerNorm(torch.autograd.Function):
                      "test_layer_norm_bwd_kernel_hidden", "test_layer_norm_forward",
                      "test_layer_norm_forward_hidden", "test_layer_norm_forward_performance",
                      "test_layer_norm_fwd_kernel", "test_layer_norm_fwd_kernel_hidden", "test_q_partial_sums",
-                     "test_rms_norm", "test_rms_norm_hidden", "written_variance"]},
+                     "test_rms_norm", "test_rms_norm_hidden", "written_variance"],
+           "why": {"test_layer_norm_fwd_kernel": "layer_norm_fwd_kernel is still the exercise stub",
+                   "test_q_partial_sums": "answer_q_partial_sums is not set"}},
     "cy": {"about": "layer_norm_forward computes with F.layer_norm, torch.mean and torch.var, no kernel",
            "answers": "solution",
            "replace": {"layer_norm_forward":
@@ -205,6 +208,11 @@ class LayerNorm(torch.autograd.Function):
                        "    return F.layer_norm(x, (n_cols,), weight, bias, eps), mean, rstd\n"},
            "fails": ["test_layer_norm_autograd", "test_layer_norm_autograd_hidden", "test_layer_norm_forward",
                      "test_layer_norm_forward_hidden", "test_layer_norm_forward_performance"],
+           "why": {"test_layer_norm_autograd": "launched no Triton kernel",
+                   "test_layer_norm_autograd_hidden": "launched no Triton kernel",
+                   "test_layer_norm_forward": "launched no Triton kernel",
+                   "test_layer_norm_forward_hidden": "launched no Triton kernel",
+                   "test_layer_norm_forward_performance": "launched no Triton kernel"},
            "flags": ["layer_norm_forward computes with F.layer_norm and launches no kernel",
                      "computes with torch.mean and launches no kernel", "computes with torch.sqrt and launches no kernel",
                      "computes with torch.var and launches no kernel"]},
@@ -214,7 +222,9 @@ class LayerNorm(torch.autograd.Function):
                 ["        centered = tl.where(mask, x - mean, 0.0)\n        squares += centered * centered\n",
                  "        squares += x * x\n"],
                 ["tl.sum(squares, axis=0) / n_cols + eps)", "tl.sum(squares, axis=0) / n_cols - mean * mean + eps)"]]},
-            "fails": ["test_layer_norm_forward_hidden", "test_layer_norm_fwd_kernel_hidden"]},
+            "fails": ["test_layer_norm_forward_hidden", "test_layer_norm_fwd_kernel_hidden"],
+            "why": {"test_layer_norm_forward_hidden": "E[x^2] - E[x]^2 cancels catastrophically",
+                    "test_layer_norm_fwd_kernel_hidden": "E[x^2] - E[x]^2 cancels catastrophically"}},
     "kim": {"about": "drops the bias from its kernels and from layer_norm_torch, the reference, in the cell "
                      "where the lesson gives it: grading restores the read-only reference, so the kernels fail "
                      "the tests that compare with it, and the edit is flagged",
@@ -227,5 +237,14 @@ class LayerNorm(torch.autograd.Function):
                       "test_layer_norm_autograd_hidden", "test_layer_norm_forward", "test_layer_norm_forward_hidden",
                       "test_layer_norm_forward_performance", "test_layer_norm_fwd_kernel",
                       "test_layer_norm_fwd_kernel_hidden"],
+            "why": {"test_add_layer_norm_kernel": "add_layer_norm_kernel on 6 x 300 torch.float32: y: element",
+                    "test_add_layer_norm_kernel_hidden": "add_layer_norm_kernel on 1 x 1 torch.float32: y: element",
+                    "test_layer_norm_autograd": "layer_norm on (6, 100) fp32: element",
+                    "test_layer_norm_autograd_hidden": "layer_norm on (1, 1) fp32: element",
+                    "test_layer_norm_forward": "layer_norm_forward on (8, 300) fp32: element",
+                    "test_layer_norm_forward_hidden": "layer_norm_forward on (1, 1) fp32: element",
+                    "test_layer_norm_forward_performance": "layer_norm_forward: element",
+                    "test_layer_norm_fwd_kernel": "layer_norm_fwd_kernel on 5 x 300, BLOCK_SIZE=128: y: element",
+                    "test_layer_norm_fwd_kernel_hidden": "BLOCK_SIZE=16: y: element"},
             "flags": ["edited the read-only cell 'layer_norm_reference'"]},
 }

@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.samples import make_submission
+from autograder.samples import load_samples, make_submission
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import calibrate  # noqa: E402
@@ -24,3 +24,8 @@ def test_every_variant_applies_and_changes_the_answers(lesson):
         assert variant["should"] in ("pass", "miss")
         if not label.startswith("sample ada"):
             assert [c.source for c in notebook.cells] != [c.source for c in reference.cells], label
+        if "like" in variant:  # it edits that sample's answers, and the edits change them
+            like = make_submission(course, lesson, load_samples(course, lesson)[variant["like"]])
+            assert [c.source for c in notebook.cells] != [c.source for c in like.cells], label
+            assert all(notebook.cells[i].source == c.source for i, c in enumerate(like.cells)
+                       if c.id not in variant["edits"]), label
