@@ -656,12 +656,13 @@ else:
 #
 # Notice where those templates come from: people wrote them, by hand, in Triton. A compiler
 # generates what its rules and templates cover and does not invent algorithms. Hand-written
-# kernels still win for a new algorithm (FlashAttention's online softmax was one, before any
-# compiler knew it), a custom data format (a new quantisation, a sparse layout), work whose shape
-# depends on the data (a mixture of experts sending each token to different weights), and shapes
-# where the generated kernel is slow. Section 7 measures the last case for you: your softmax
-# against `torch.softmax` and `torch.compile` on wide rows. Knowing what the generated code does
-# is also what tells you when to trust it.
+# kernels still win for a new algorithm (FlashAttention, which fused the online softmax into tiled
+# matrix products, was one, before any compiler knew it), a custom data format (a new
+# quantisation, a sparse layout), work whose shape depends on the data (a mixture of experts
+# sending each token to different weights), and shapes where the generated kernel is slow.
+# Section 7 measures the last case for you: your softmax against `torch.softmax` and
+# `torch.compile` on wide rows. Knowing what the generated code does is also what tells you when to
+# trust it.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "written_fusion", "points": 2, "solution": true}
 # **Written answer (2 points).** Back to the researcher's ten kernels. In a few sentences:
@@ -958,8 +959,8 @@ print("softmax_kernel passed the hidden tests.")
 #
 # Rows up to a few thousand columns fit in one block; for rows of 16384 columns or more a
 # one-block-per-row kernel starts to run out of registers, and the next step is a loop over
-# chunks of the row (the "online softmax" of the reductions lesson). Here rows up to 16384
-# columns are enough.
+# chunks of the row: lesson 5 writes one for layer norm's row reductions, and lesson 7 one for the
+# softmax (the "online softmax"). Here rows up to 16384 columns are enough.
 
 # %%
 def warps_for(elements):
@@ -1278,8 +1279,8 @@ check_choice(answer_q_misconception, "answer_q_misconception", expected="c",
 #   blocks.
 # - The ladder: eager, `torch.compile`, Triton, CUDA C++. Climb when a measurement says so.
 #
-# **Next:** reductions in depth (rows wider than a block, the online softmax, and sums that must be
-# accurate), tiled **matrix multiplication** with `tl.dot` (where the arithmetic, not the memory,
-# becomes the limit), **layernorm** (a fused reduction with a backward pass), and
-# **FlashAttention**, which fuses a whole attention layer so that its huge score matrix never
-# touches memory.
+# **Next:** **layer norm** (lesson 5: a fused reduction with a backward pass, rows wider than a
+# block, and sums that must be accurate), tiled **matrix multiplication** with `tl.dot` (lesson 6:
+# where the arithmetic, not the memory, becomes the limit), and **FlashAttention** (lesson 7: the
+# online softmax, and a whole attention layer fused so that its huge score matrix never touches
+# memory).

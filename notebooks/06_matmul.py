@@ -18,7 +18,8 @@
 # - write the **loop over K** with `tl.dot` and an **fp32 accumulator**, with masks for shapes that
 #   are not multiples of the tile, and `other=0` on both operands;
 # - read any layout through **strides**: `A.t()` or a slice, without a copy;
-# - know what `tl.dot` computes: **TF32** for fp32 inputs on a GPU, IEEE fp32 under the interpreter;
+# - know what `tl.dot` computes: **TF32** for fp32 inputs on a GPU of compute capability 8.0 or
+#   newer, IEEE fp32 under the interpreter;
 # - let **autotuning** choose the tile sizes, and compare with cuBLAS (`torch.matmul`);
 # - **fuse an epilogue** (bias and ReLU) into the kernel, and measure the time it saves.
 #
@@ -36,10 +37,12 @@
 # | 7 | (no new code) `matmul_tuned` against cuBLAS | 3 |
 #
 # **Where to run it.** On Colab choose *Runtime > Change runtime type > GPU*. This lesson is best on
-# a GPU of compute capability 8.0 or newer (A100, L4, H100, ...): on a T4 (7.5), recent Triton runs
-# `tl.dot` reliably only on fp32 inputs, and the setup cell's last line below says so. With no GPU,
-# the notebook runs on Triton's interpreter: every exercise works, on small matrices, and timings
-# say nothing about GPUs.
+# a GPU of compute capability 8.0 or newer (A100, L4, H100, ...), the hardware Triton supports
+# officially (its README). On a T4 (7.5) Triton has no tensor-core path: below 8.0 it compiles
+# `tl.dot` to plain FMAs on the CUDA cores (since triton-lang/triton#5066, November 2024), so this
+# notebook gives `tl.dot` fp32 inputs only there, and the setup cell's last line below says so.
+# With no GPU, the notebook runs on Triton's interpreter: every exercise works, on small matrices,
+# and timings say nothing about GPUs.
 
 # %% tags=["setup"]
 from autograder.kit import *  # noqa: F403 (the build places autograder/kit.py here)
@@ -156,7 +159,10 @@ print("tiled_bytes passed the hidden tests.")
 # `GROUP_M` rows of tiles; inside a group, they go down a column of `GROUP_M` tiles, then to the
 # next column. With `GROUP_M = 8`, a wave covers 8 rows and about 17 columns: 8 panels of `A` and
 # 17 of `B` (25 MB), and the next wave reuses the same 8 panels of `A`. Same work, fewer distinct
-# panels in flight, more L2 hits.
+# panels in flight, more L2 hits where the cache is too small for what row-major order needs. At
+# this size it is not, on an H200: all of `B`, 32 MB, fits in its 50 MB L2, so the next wave can
+# find `B` there in either order. Section 5 measures the two orders on a product whose `B` does not
+# fit.
 #
 # ## Exercise 2: `tile_of_program` (3 points)
 #
@@ -456,7 +462,7 @@ def whole(t):
 
 def product_tolerance(dtype, K):
     """(atol, rtol) for a product over K terms of N(0, 1) numbers, whose entries are about sqrt(K) in
-    size. fp32 inputs: a GPU's tl.dot rounds them to TF32 (10 bits of mantissa), so an entry is off
+    size. fp32 inputs: a GPU's tl.dot truncates them to TF32 (10 bits of mantissa), so an entry is off
     by about 1e-3 * sqrt(K); we allow ten times that. fp16 and bf16 inputs are multiplied exactly
     and summed in fp32: only the rounding of the output counts, check_output's default for its dtype."""
     if dtype == torch.float32:
@@ -649,18 +655,25 @@ print("matmul passed the hidden tests.")
 #
 # Run your `matmul` on fp32 inputs on a GPU and compare with `torch.matmul`: the answers differ in
 # the fourth digit. Not a bug. On an fp32 input, `tl.dot` defaults to **TF32** on GPUs that have it
-# (compute capability 8.0 and newer): the tensor cores round each input to 10 bits of mantissa (the
-# precision of fp16, with fp32's range), multiply, and add in fp32. That is several times faster
-# than true fp32 arithmetic, and for training neural networks it is usually accurate enough.
-# PyTorch's own `torch.matmul` on fp32 does *not* use TF32 unless you allow it
-# (`torch.backends.cuda.matmul.allow_tf32 = True`).
+# (compute capability 8.0 and newer): the tensor cores read only the top 10 bits of each input's
+# mantissa (the precision of fp16, with fp32's range), multiply, and add in fp32. The other 13 bits
+# are dropped, not rounded: each input moves toward zero by up to 2^-10 (about 1e-3) of itself, and
+# the error is about twice what rounding would leave (`tl.dot`'s docstring warns of it). That is
+# several times faster than true fp32 arithmetic, and for training neural networks it is usually
+# accurate enough. PyTorch's own `torch.matmul` on fp32 does *not* use TF32 unless you allow it:
+# `torch.backends.cuda.matmul.fp32_precision = "tf32"` (torch 2.9 and later; `"ieee"` turns it off
+# again) or `torch.set_float32_matmul_precision("high")`. The older
+# `torch.backends.cuda.matmul.allow_tf32 = True` still works; it is the legacy setting.
 #
 # `tl.dot` takes `input_precision="ieee"` for true fp32 (slower: no tensor cores), and
 # `"tf32x3"`, which splits each number into two TF32 parts and does three products, for close to
-# fp32 accuracy at a third of TF32's speed. **Triton's interpreter** ignores all this: it computes
-# `tl.dot` with NumPy in IEEE fp32. So a test that passes under the interpreter with a tight
-# tolerance can fail on a GPU: this course's tests allow for TF32 on fp32 inputs (`product_tolerance`
-# in the helpers above: an error of about `1e-2 * sqrt(K)` on entries of size about `sqrt(K)`).
+# fp32 accuracy at a third of TF32's speed. Those three are in every Triton this course runs on
+# (3.6 to 3.9); Triton 3.9 lists two more for NVIDIA GPUs in `tl.dot`'s docstring, `"bf16x3"` and
+# `"bf16x6"`, which split each number into bf16 parts instead. **Triton's interpreter** ignores all
+# this: it computes `tl.dot` with NumPy in IEEE fp32. So a test that passes under the interpreter
+# with a tight tolerance can fail on a GPU: this course's tests allow for TF32 on fp32 inputs
+# (`product_tolerance` in the helpers above: an error of about `1e-2 * sqrt(K)` on entries of size
+# about `sqrt(K)`).
 #
 # The next cell measures it: one program computes a 64 x 64 product over `K = 1024` in both
 # precisions, and we compare each, and torch's fp32 product, with an exact one (fp64).
@@ -704,18 +717,19 @@ if not ON_GPU:
 #
 # ### BEGIN SOLUTION
 # On fp32 inputs tl.dot defaults to TF32 on GPUs of compute capability 8.0 and newer: the tensor
-# cores round each input to a 10-bit mantissa (relative error up to about 2^-11, 5e-4) before
-# multiplying, and add the products in fp32. torch.matmul on fp32 uses IEEE fp32 by default (TF32 is
-# off for matmul unless allowed), and the interpreter computes tl.dot with NumPy in IEEE fp32, so
-# both are about a thousand times more accurate. Each product carries a rounding error of about 5e-4
-# of its size, with a random sign, and an entry sums K of them: the errors add like a random walk,
-# so the error of an entry grows like sqrt(K) (about 1e-3 * sqrt(K) for N(0, 1) inputs, whose
-# entries are themselves about sqrt(K) in size: 0.06 at K = 4096). A tolerance that did not grow
-# with K would fail correct kernels on long products, and one much larger would let real bugs (a
-# missing K tail changes an entry by about 1) through. For full fp32 accuracy pass
-# input_precision="ieee" to tl.dot (or "tf32x3", three TF32 products, close to fp32 accuracy): IEEE
-# does not use the tensor cores at all and runs at the fp32 CUDA-core rate (67 against about 495
-# TFLOP/s of TF32 on an H200, several times slower); tf32x3 does three times the tensor-core work.
+# cores keep only the top 10 bits of each input's mantissa (a truncation toward zero, relative error
+# up to 2^-10, about 1e-3) before multiplying, and add the products in fp32. torch.matmul on fp32
+# uses IEEE fp32 by default (TF32 is off for matmul unless allowed), and the interpreter computes
+# tl.dot with NumPy in IEEE fp32, so both are about a thousand times more accurate. Each product is
+# off by about 1e-3 of its size, and the products have random signs, so an entry sums K errors of
+# random sign, which add like a random walk: the error of an entry grows like sqrt(K) (about
+# 1e-3 * sqrt(K) for N(0, 1) inputs, whose entries are themselves about sqrt(K) in size: 0.06 at
+# K = 4096). A tolerance that did not grow with K would fail correct kernels on long products, and
+# one much larger would let real bugs (a missing K tail changes an entry by about 1) through. For
+# full fp32 accuracy pass input_precision="ieee" to tl.dot (or "tf32x3", three TF32 products, close
+# to fp32 accuracy): IEEE does not use the tensor cores at all and runs at the fp32 CUDA-core rate
+# (67 against about 495 TFLOP/s of TF32 on an H200, several times slower); tf32x3 does three times
+# the tensor-core work.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -726,6 +740,16 @@ if not ON_GPU:
 # cache) in 128 x 128 tiles with `BLOCK_K = 64`, for `GROUP_M` from 1 (row-major) to 16. Its
 # performance is in **TFLOP/s**: `2 * M * N * K` operations divided by the time. (Under the
 # interpreter the product is small and the times mean nothing about GPUs.)
+#
+# What to expect on an H200: no clear winner. In the reference solution's runs the two orders came
+# out within run-to-run noise of each other (grouped at 0.91x to 1.04x of row-major's speed over
+# three runs), although `B` does not fit in L2 here. Even if every wave of row-major order read all
+# of `B` from memory again, that would be at most about 2 GB (4096 tiles in waves of 132 programs or
+# more: at most 32 waves, 64 MB each), about 0.5 ms at 4.2 TB/s, less than the 0.9 ms the arithmetic
+# takes at 600 TFLOP/s: the re-reads hide behind the tensor cores. Grouping pays where the panels
+# that a wave re-reads do not stay in L2 and re-reading them costs more than the arithmetic can
+# hide: larger products, GPUs with a smaller L2 (an A100 has 40 MB, an L4 48 MB, a T4 4 MB), or GPUs
+# with less memory bandwidth per FLOP.
 
 # %% nbgrader={"grade_id": "tflops", "locked": true}
 # The course's helpers for the tests of this lesson (read-only: grading restores them).
@@ -750,8 +774,9 @@ for group_m in [1, 2, 4, 8, 16]:
 if ON_GPU:
     print(f"Grouped (GROUP_M = 8) against row-major: {group_times[1] / group_times[8]:.2f}x the speed.")
 else:
-    print("Interpreter: these times measure Python on the CPU and mean nothing about GPUs. On an H200, "
-          "expect GROUP_M = 8 to beat row-major by a clear margin at this size.")
+    print("Interpreter: these times measure Python on the CPU and mean nothing about GPUs. On an H200 "
+          "the two orders measured within run-to-run noise of each other at this size (grouped at "
+          "0.91x to 1.04x of row-major's speed over three runs).")
 del a, b
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "written_grouped_order", "points": 2, "solution": true}
@@ -776,7 +801,11 @@ del a, b
 # the next wave in the same group, reuse them. That the times barely differ says L2 served most of
 # the reused panels in row-major order too, at this size on an H200: with no reuse between
 # programs at all, a 128 x 128 x 64 tile's 64 FLOP per byte loaded would leave the kernel
-# memory-bound, far below the ridge of about 200.
+# memory-bound, far below the ridge of about 200. And what row-major order does read again from
+# HBM, at most all of B once per wave (about 2 GB, 0.5 ms at 4.2 TB/s), takes less time than the
+# arithmetic (0.9 ms), so it hides behind the tensor cores. Grouping would pay where re-reads cost
+# more than the arithmetic hides: larger products, a smaller L2 (40 MB on an A100, 4 MB on a T4),
+# less bandwidth per FLOP.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -1050,9 +1079,10 @@ plot_tflops(sides, speeds, f"C = A @ B, square, {str(dtype).removeprefix('torch.
 # 4096 fp16 product, one after the other in the same notebook, and expects yours to reach at least
 # **0.75 times cuBLAS's TFLOP/s**. A tiled kernel with grouped order and a few good configurations
 # clears it with room to spare; small tiles (16 x 16) or a kernel without `tl.dot` fall well short
-# (copies of the inputs before the product cost about a sixth at this size). The first call tunes, inside the timed section. Under the
-# interpreter, and on GPUs where `tl.dot` cannot take fp16 (compute capability below 8.0), the test
-# prints the numbers and passes.
+# (copies of the inputs before the product cost about a sixth at this size). The first call tunes,
+# inside the timed section. Under the interpreter, and on GPUs below compute capability 8.0 (where
+# Triton has no tensor-core path and this notebook gives `tl.dot` no fp16), the test prints the
+# numbers and passes.
 
 # %% nbgrader={"grade": true, "grade_id": "test_matmul_performance", "locked": true, "points": 3}
 TARGET = 0.75  # of cuBLAS's TFLOP/s, at 4096^3 in fp16
@@ -1095,7 +1125,8 @@ check_speed_against(theirs, ours, TARGET, verdict,
 #   an **fp32 accumulator**, one rounding at the store. Masks on `M`, `N` and the **K tail**, with
 #   `other=0.0` on **both** operands, because `tl.dot` sums over every lane.
 # - **Strides** make transposes free: `A.t()` and `W.T` are the same numbers, read in another order.
-# - On fp32 inputs a GPU's `tl.dot` uses **TF32** (about 1e-3 relative error per product;
+# - On fp32 inputs a GPU's `tl.dot` uses **TF32** from compute capability 8.0 on (each input
+#   truncated to 10 bits of mantissa: about 1e-3 relative error per product;
 #   `input_precision="ieee"` for true fp32); the interpreter computes IEEE fp32. Tolerances must say
 #   which one they expect.
 # - **Autotuning** (`triton.autotune`) picks tiles, warps and pipeline stages per shape, by timing.

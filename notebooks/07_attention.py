@@ -12,12 +12,14 @@
 # `N x N` matrix of scores per head and writes it to memory, twice. At `N = 16384` that is half a
 # gigabyte per head in fp16, for a result of 2 MB.
 #
-# FlashAttention (Dao et al., 2022) computes the same result without ever writing `S` or `P`: each
-# program keeps a block of queries on the chip, streams the keys and values past it in blocks,
-# and computes the softmax **online**, fixing up its partial result each time a larger score
-# arrives. The memory becomes `O(N)` instead of `O(N^2)`, the traffic to memory drops by orders of
-# magnitude, and the two products run on the tensor cores. This lesson builds it from the two
-# previous ones: lesson 4's softmax and lesson 6's `tl.dot`.
+# FlashAttention (Dao et al., 2022) computes the same result without ever writing `S` or `P`: it
+# cuts the work into tiles and computes the softmax **online**, fixing up a partial result each time
+# a larger score arrives. This lesson's kernel follows its successor, FlashAttention-2 (Dao, 2023):
+# each program keeps a block of queries on the chip and streams the keys and values past it in
+# blocks, keeps its weighted sum of values unnormalised and divides once at the end, and saves one
+# log-sum-exp per row for the backward pass. The memory becomes `O(N)` instead of `O(N^2)`, the
+# traffic to memory drops by orders of magnitude, and the two products run on the tensor cores. This
+# lesson builds it from the two previous ones: lesson 4's softmax and lesson 6's `tl.dot`.
 #
 # - count and measure what the three-step attention costs in memory, against `N`;
 # - write the **online softmax**: one pass over a row for its maximum and its sum together;
@@ -40,9 +42,10 @@
 #
 # **Where to run it.** On Colab choose *Runtime > Change runtime type > GPU*. Like lesson 6, this
 # lesson is best on a GPU of compute capability 8.0 or newer (A100, L4, H100, ...): on a T4 (7.5)
-# recent Triton runs `tl.dot` reliably only on fp32 inputs, and the setup cell's last line below says
-# so; every test then runs in fp32. With no GPU the notebook runs on Triton's interpreter: every
-# exercise works, on short sequences, and timings say nothing about GPUs.
+# Triton compiles `tl.dot` to plain FMAs, with no tensor cores (see lesson 6), so this notebook
+# gives `tl.dot` fp32 inputs only there, and the setup cell's last line below says so; every test
+# then runs in fp32. With no GPU the notebook runs on Triton's interpreter: every exercise works, on
+# short sequences, and timings say nothing about GPUs.
 
 # %% tags=["setup"]
 from autograder.kit import *  # noqa: F403 (the build places autograder/kit.py here)
@@ -393,10 +396,13 @@ check_choice(answer_rescale, "answer_rescale", expected="b",
 #
 # - **Layout.** The wrapper hands the kernel contiguous `(B, H, N, d)` tensors: head `z` starts at
 #   element `z * N * HEAD_DIM`, and its row `i` at `+ i * HEAD_DIM`. (Production kernels take
-#   strides for every tensor, as lesson 6 did; here the wrapper calls `.contiguous()`, which costs
-#   nothing for the usual layouts.) Use `tl.program_id(1).to(tl.int64)` for the head's offset: 32
-#   heads of 16384 x 128 numbers already reach 2^26 elements, and a batch 32 times larger would
-#   pass 2^31, where int32 offsets overflow.
+#   strides for every tensor, as lesson 6 did; here the wrapper calls `.contiguous()`. That is free
+#   for tensors that already are, but a model's `(B, N, H, d)` projections seen as `(B, H, N, d)`
+#   through `.transpose(1, 2)` are not: then it copies `Q`, `K` and `V`, about 100 MB read and
+#   written at exercise 5's size, some 25 microseconds on an H200, 7% of the 0.34 ms the kernel
+#   takes.) Use `tl.program_id(1).to(tl.int64)` for the head's offset: 32 heads of 16384 x 128
+#   numbers already reach 2^26 elements, and a batch 32 times larger would hold 2^31, as many as
+#   int32 offsets can count: any more and they overflow.
 # - **Two products on the tensor cores.** `tl.dot(q, tl.trans(k))` gives the scores in fp32, and
 #   `tl.dot(p.to(v.dtype), v)` adds the weighted values into the fp32 accumulator: `p` (between 0
 #   and 1) is rounded to the input's dtype so that the tensor cores can take it, as FlashAttention
@@ -441,7 +447,10 @@ check_choice(answer_rescale, "answer_rescale", expected="b",
 # head's first key and value), which returns `(acc, l, m)` updated; `qk_scale` is what the scores are
 # multiplied by (`scale`, or `scale * log2(e)` with `exp2`). Then the kernel, which loads its block
 # of queries, calls the helper as above, and stores `o` and the log-sum-exp. (A single loop with
-# masks everywhere is right too, and a little slower: the tests check results, not structure.)
+# masks everywhere is right too, and much slower: every block then pays for the masks' comparisons
+# and selects, not only the last block or those on the diagonal. On an H200 one such answer reached
+# 0.67x SDPA's speed, against the reference's 1.3x: section 6. The tests check results, not
+# structure.)
 #
 # `scale` is `1 / sqrt(d)`; `HEAD_DIM` is `d`, a power of two of at least 16
 # (`tl.dot` needs the dimension it sums over to be 16 or more: `HEAD_DIM` in `q k^T`, `BLOCK_N` in
@@ -546,13 +555,13 @@ def attention_tolerance(dtype):
     """(atol, rtol) for o. fp16 and bf16 inputs: the products are exact and summed in fp32; what
     remains is p rounded to the input's dtype before P V, and o rounded at the store: check_output's
     default for the dtype (1e-2 for fp16, 5e-2 for bf16) on entries of size about 1. fp32 inputs: on
-    a GPU tl.dot rounds them to TF32 (about 1e-3 relative in each score and weight): 1e-2."""
+    a GPU tl.dot truncates them to TF32 (about 1e-3 relative in each score and weight): 1e-2."""
     return (1e-2, 1e-2) if dtype == torch.float32 else (None, None)
 
 
-# The log-sum-exp is fp32 arithmetic on fp32 scores: 1e-2 allows TF32's rounding of fp32 q and k on
-# a GPU (about 1e-3 in a score) and is far below the error of a wrong formula (the maximum left out
-# is off by the maximum itself, a few units; a log2 left unconverted, by a third of the lse).
+# The log-sum-exp is fp32 arithmetic on fp32 scores: 1e-2 allows TF32's truncation of fp32 q and k
+# on a GPU (about 1e-3 in a score) and is far below the error of a wrong formula (the maximum left
+# out is off by the maximum itself, a few units; a log2 left unconverted, by a third of the lse).
 LSE_TOLERANCE = 1e-2
 
 
@@ -638,7 +647,8 @@ for dtype in DOT_DTYPES:
 run_attention_kernel(1, 1, 20, 16, causal=True, BLOCK_M=16, BLOCK_N=16)
 # Scores of 100 and more: exp without the running maximum overflows, and a maximum that is not
 # carried from block to block gives the wrong weights. In fp16 or bf16 where tl.dot takes them, so
-# that the scores are exact (TF32 would round fp32 scores of 100 by about 0.01, and so the weights).
+# that the scores are exact (TF32 would truncate fp32 q and k and move scores of 100 by about 0.1,
+# and so the weights).
 q, k, v = attention_inputs(1, 1, 48, 64, DOT_DTYPES[-1])
 q.mul_(20.0)
 o, lse = guarded_empty((1, 1, 48, 64), dtype=q.dtype), guarded_empty((1, 1, 48))
@@ -872,9 +882,13 @@ for i, n in enumerate(lengths):
 # head). A blocked kernel with 128 x 64 blocks clears it; one with tiny blocks, without `tl.dot`,
 # or one that writes the scores to memory does not. (On an H200, against SDPA's 296 TFLOP/s: the
 # reference solution 1.3 times, a single loop with masks everywhere 0.67, the three steps 0.20, tiny
-# 16 x 16 blocks 0.16; `benchmarks/attention_calibration.py` measures them.) Under the interpreter,
-# and on GPUs where `tl.dot` cannot take fp16 (compute capability below 8.0), the test prints the
-# numbers and passes.
+# 16 x 16 blocks 0.16; `benchmarks/attention_calibration.py` measures them.) That backend is
+# FlashAttention-2, a kernel of the Ampere generation (A100): on Hopper, beating it is not beating
+# the best. The bar there is cuDNN's attention (SDPA's cuDNN backend, about 450 TFLOP/s in
+# section 5; the reference solution reached 0.65x to 0.88x of it over the shapes of
+# `docs/benchmarks.md`) or FlashAttention-3. Under the interpreter, and on GPUs below compute
+# capability 8.0 (where Triton has no tensor-core path and this notebook gives `tl.dot` no fp16),
+# the test prints the numbers and passes.
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention_performance", "locked": true, "points": 3}
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -934,9 +948,12 @@ del q, k, v
 # $$dV = P^T dO, \qquad dP = dO\, V^T, \qquad dS = P \circ (dP - D), \qquad
 # dQ = dS\, K \cdot \text{scale}, \qquad dK = dS^T Q \cdot \text{scale}.$$
 #
-# No `N x N` matrix is needed: `P` is rebuilt a block at a time, and `lse` is all the forward pass
-# must save. `rebuilt_probabilities` rebuilds one block, `exp(Q K^T * scale - lse)`, zero where
-# masked, and two kernels use it, as Triton's tutorial *Fused Attention* does:
+# No `N x N` matrix is needed: `P` is rebuilt a block at a time, and besides its output `O` (which
+# the backward pass reads for `D`) the forward pass must save only `lse`. `rebuilt_probabilities`
+# rebuilds one block, `exp(Q K^T * scale - lse)`, zero where masked, and two kernels use it.
+# (Triton's tutorial *Fused Attention* splits the work differently: a small kernel first computes
+# `D` for every row, then one kernel computes, in each program, `dK` and `dV` for a block of keys
+# and `dQ` for a block of queries.)
 #
 # - `attention_bwd_dkdv_kernel`: one program per (block of `BLOCK_N` keys, head). It keeps its
 #   blocks of `K` and `V` and the accumulators `dK`, `dV` on the chip, and loops over the blocks of
@@ -1078,7 +1095,7 @@ for causal in (False, True):
         ours = call_answer(torch.autograd.grad, o, (q, k, v), do, name="attention_backward")
         theirs = torch.autograd.grad(naive_attention(q, k, v, causal), (q, k, v), do)
         for name, mine, torchs in zip(("dq", "dk", "dv"), ours, theirs):
-            # fp32 inputs: on a GPU each tl.dot rounds them to TF32 (about 1e-3 relative), five products deep
+            # fp32 inputs: on a GPU each tl.dot truncates them to TF32 (about 1e-3 relative), five products deep
             check_output(mine, torchs, name=f"{name} of FlashAttention on (1, 2, {N}, {d}), causal={causal}",
                          atol=2e-2, rtol=2e-2)
 print("attention_backward's gradients match torch.autograd's, causal and not.")
