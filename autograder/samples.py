@@ -16,6 +16,11 @@ tests/corpus/<lesson>.py): a Python literal mapping each student to
                 that does not keep nbgrader's metadata saves a notebook,
   fails         the tests it must fail (all others must pass with full points; cells graded by
                 hand, like written answers, are not tests: they wait for a person),
+  why           (optional) {test: text} the reason each failing test must give: text its failure
+                message contains, naming the sample's mistake, so that a test failing for another
+                reason (a crash, a typo in the edit) is not taken for the failure the sample is
+                about; every test named must be in fails (a GPU may word a failure differently:
+                on_gpu then gives its own why, whole),
   status        (optional) the expected status, when not the usual one: "failed tests" when it
                 fails tests, else "needs manual grading" if the lesson has cells graded by hand,
                 else "ok",
@@ -79,6 +84,22 @@ def differences(sample, grade, cells):
     found += flag_differences(sample.get("flags", []), grade.flags)
     found += [f"{t.test} failed without saying why" for t in grade.tests
               if t.score < t.max_score and not t.manual and not (t.message and t.message in grade.reason)]
+    return found + why_differences(sample, grade)
+
+
+def why_differences(sample, grade):
+    """Sentences for each test in the sample's `why` that did not fail, or failed with a message
+    that does not contain the reason it names, and for each test `why` names that `fails` does not."""
+    why, fails = sample.get("why", {}), set(sample["fails"])
+    found = [f"why names {test}, which the sample does not fail" for test in sorted(set(why) - fails)]
+    messages = {t.test: t.message for t in grade.tests if t.score < t.max_score and not t.manual}
+    for test, text in sorted(why.items()):
+        if test not in fails:
+            continue
+        if test not in messages:
+            found.append(f"{test} passed, where it must fail because {text}")
+        elif text not in messages[test]:
+            found.append(f"{test} failed, but not because {text}: {messages[test][:200]}")
     return found
 
 
