@@ -86,7 +86,7 @@ def doctor():
     else:
         print("Mode: Triton's interpreter (no CUDA GPU found): kernels run on the CPU, one program at a time.\n"
               "Sizes are small here, and timings say nothing about GPUs.")
-    print(f"torch {torch.__version__}, triton {triton.__version__}, "
+    print(f"torch {torch.__version__}, triton {triton.__version__}, numpy {np.__version__}, "
           f"bf16 {'supported' if BF16_OK else 'not supported here'}")
 
 
@@ -269,6 +269,29 @@ _INTERPRETED_RUN = None
 with contextlib.suppress(ImportError):
     from triton.runtime.interpreter import InterpretedFunction as _InterpretedFunction
     _INTERPRETED_RUN = _InterpretedFunction.run
+
+
+def _index_with_any_numpy():
+    """Triton 3.6's interpreter makes an index of a scalar with int() of a one-element array, which
+    NumPy 2.4 refuses ("only 0-dimensional arrays can be converted to Python scalars"): every loop
+    whose bound is not a constant (`for start in range(0, n_cols, BLOCK_SIZE)`) then fails, on a
+    laptop and in a GPU's replays alike. Triton 3.7 squeezes the array first; with an older Triton
+    the kit does the same."""
+    import inspect
+
+    from triton.runtime import interpreter
+    original = getattr(interpreter, "_patch_lang_tensor", None)
+    if original is None or "int(self.handle.data)" not in inspect.getsource(original):
+        return
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+    interpreter._patch_lang_tensor = patched
+
+
+with contextlib.suppress(ImportError, OSError, TypeError):  # no interpreter, or no source to read
+    _index_with_any_numpy()
 
 
 def _launch_spans(arg_names, args, kwargs):
@@ -802,6 +825,11 @@ def call_answer(fn, *args, name=None, **kwargs):
             if "power of 2" in last:
                 last += " (block sizes must be powers of two: round up with triton.next_power_of_2(n) and mask)"
             _fail(f"{name}: Triton could not run your kernel: {last}")
+        if isinstance(error, torch.cuda.OutOfMemoryError):
+            share = _GRADER.get("COURSE_GPU_MEMORY_GB")
+            _fail(f"{name} ran out of memory on the GPU{f' (a notebook has {share} GiB under the grader)' if share else ''}: "
+                  "does it make tensors much larger than its inputs and output (an N x N matrix of scores, a "
+                  "copy of an input per call)? A kernel of this course needs little memory beyond its output.")
         raise
     finally:
         if instruments:  # said whatever else happened: it is why the answer's results mean nothing
@@ -934,9 +962,9 @@ _clock = time.perf_counter  # the kit's own: a notebook that replaces time.perf_
 def _median_of_runs(timed_call):
     """The median of at least 5 timed calls, and of up to 0.3 s of them, so that one stall of a busy
     machine does not become the result. timed_call() returns the milliseconds it measured. Under the
-    interpreter, whose timings describe only the CPU and grade nothing, 3 calls and up to 0.05 s:
-    every lesson's sweeps run there in a fraction of the time."""
-    least, seconds = (5, 0.3) if ON_GPU else (3, 0.05)
+    interpreter, whose timings describe only the CPU and grade nothing, one call: every lesson's
+    sweeps run there in a fraction of the time."""
+    least, seconds = (5, 0.3) if ON_GPU else (1, 0.0)
     runs, until = [], _clock() + seconds
     while len(runs) < least or (len(runs) < 25 and _clock() < until):
         runs.append(timed_call())

@@ -163,6 +163,34 @@ def test_on_a_gpu_a_helper_the_kernel_calls_is_replayed_too(as_on_a_gpu):
 
 
 @triton.jit
+def _tile_of(pid, n_tiles_n):  # a helper that returns a tuple, as 06's tile_of_program does
+    return pid // n_tiles_n, pid % n_tiles_n
+
+
+@triton.jit
+def product_without_k_mask(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr):
+    """06's matmul with the K tail unmasked (06's sample dee): rows and columns masked, K not."""
+    pid_m, pid_n = _tile_of(tl.program_id(0), tl.cdiv(N, BLOCK))
+    rows, cols, ks = pid_m * BLOCK + tl.arange(0, BLOCK), pid_n * BLOCK + tl.arange(0, BLOCK), tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for k in range(0, K, BLOCK):
+        a = tl.load(a_ptr + rows[:, None] * K + (k + ks)[None, :], mask=rows[:, None] < M, other=0.0)
+        b = tl.load(b_ptr + (k + ks)[:, None] * N + cols[None, :], mask=cols[None, :] < N, other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def test_on_a_gpu_a_product_that_reads_past_the_k_tail_is_replayed_and_caught(as_on_a_gpu):
+    """tl.dot, a helper returning a tuple, a loop, and inputs with spare memory after them (06's
+    matrix()): the stray loads land in memory the process owns, so only the replay sees them."""
+    kernel = as_on_a_gpu(product_without_k_mask)
+    a, b = rand(33 + 64, 47)[:33], rand(47 + 64, 65)[:47]
+    c = guarded_empty((33, 65))
+    with pytest.raises(CheckFailed, match="product_without_k_mask read past the end of b_ptr"):
+        call_answer(lambda: kernel[(2 * 3,)](a, b, c, 33, 65, 47, BLOCK=32), name="matmul")
+
+
+@triton.jit
 def sigmoid_of_x(x_ptr, out_ptr, n, BLOCK: tl.constexpr):  # tl.sigmoid is a @triton.jit function of Triton's
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out_ptr + offsets, tl.sigmoid(tl.load(x_ptr + offsets, mask=offsets < n)), mask=offsets < n)
@@ -248,6 +276,13 @@ def test_a_big_output_is_compared_a_slice_at_a_time_with_the_same_verdict(at_onc
     out[:768] = x[:768]  # what a grid one block short leaves: the rest never written
     with pytest.raises(CheckFailed, match=r"element 768 of 1000 .*\(232 of 1000 wrong\).*was ever written"):
         check_output(out, x, name="short grid")
+
+
+def test_an_answer_that_runs_out_of_gpu_memory_is_told_what_to_look_for():
+    def attention_of_scores(x):  # torch's attention at a graded size, N x N scores in memory
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.")
+    with pytest.raises(CheckFailed, match=r"attention ran out of memory on the GPU.*N x N matrix of scores"):
+        call_answer(attention_of_scores, rand(4), name="attention")
 
 
 def test_modified_inputs_are_caught():

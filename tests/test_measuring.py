@@ -61,7 +61,7 @@ def test_a_function_without_inputs_is_timed_as_it_is():
         time.sleep(2e-3)
 
     assert bench_ms(two_milliseconds) >= 2.0, "the median call, in milliseconds"
-    assert len(calls) >= 4, "a first call outside the measurement, then at least three timed"
+    assert len(calls) >= (6 if kit.ON_GPU else 2), "a first call outside the measurement, then the timed ones"
 
 
 def test_the_graders_variables_are_taken_out_of_the_environment_by_the_setup():
