@@ -1,6 +1,6 @@
 """Release notebooks run anywhere: in a fresh virtual environment that holds only what Colab
 preinstalls (torch, Triton, numpy, matplotlib) and ipykernel (which every Jupyter has), in a real
-kernel, with none of our packages importable.
+kernel, with none of our packages importable; its Triton is the oldest the course supports.
 
 (a) With the answers from solutions/ filled in, every lesson runs top to bottom and every cell succeeds.
 (b) As released, every visible test fails with one line: a message that says what to do.
@@ -31,7 +31,10 @@ from conftest import ROOT
 LESSONS = Course(ROOT).lessons()
 # The CPU torch that `make test` installs (the Makefile's TORCH), then the rest from the package index.
 TORCH = re.search(r"^TORCH \?= (\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
-PACKAGES = [TORCH, "triton", "numpy", "matplotlib", "ipykernel"]
+# The oldest Triton the course supports (pyproject.toml): the main .venv has the newest, so that CI
+# runs the lessons on Triton's interpreter at both ends of the range.
+OLDEST_TRITON = re.search(r'"triton>=([\d.]+)', (ROOT / "pyproject.toml").read_text()).group(1)
+PACKAGES = [TORCH, f"triton=={OLDEST_TRITON}.*", "numpy", "matplotlib", "ipykernel"]
 OURS = ["autograder", "nbgrader", "jupytext"]  # none may be importable where the notebooks run
 KERNEL = "anywhere"
 CELL_TIMEOUT = 300
@@ -120,11 +123,13 @@ def test_solved_notebook_runs_in_a_fresh_venv(venv, course, lesson, tmp_path):
     # The last cell shows which Python the kernel ran and that none of our packages was in reach.
     nb.cells.append(nbformat.v4.new_code_cell(
         "import importlib.util, sys\n"
-        f"print(sys.executable, [name for name in {OURS!r} if importlib.util.find_spec(name)])", id="where"))
+        f"print(sys.executable, [name for name in {OURS!r} if importlib.util.find_spec(name)], triton.__version__)",
+        id="where"))
     seconds = run(venv, nb, tmp_path / lesson, allow_errors=False)  # raises at the first failing cell
     TIMES[f"{lesson} with the solutions"] = seconds
     assert "Mode: " in text_of(next(c for c in nb.cells if c.id == "setup"))
-    assert text_of(nb.cells[-1]).split() == [str(venv.python), "[]"]
+    python, ours, triton = text_of(nb.cells[-1]).split()
+    assert (python, ours) == (str(venv.python), "[]") and triton.startswith(f"{OLDEST_TRITON}."), triton
     assert seconds < LESSON_BUDGET, f"{lesson} took {seconds:.0f} s on the interpreter"
 
 

@@ -8,6 +8,7 @@ expectations. To keep CI short, samples marked "ci": False are left out here (`a
 still grades them); each lesson's class is graded once, when its first test needs it.
 """
 import csv
+from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 import pytest
@@ -36,17 +37,26 @@ STUDENTS = [(lesson, student) for lesson in LESSONS for student in SAMPLES[lesso
 @pytest.fixture(scope="module")
 def graded(course, tmp_path_factory):
     """graded(lesson): the lesson's sample class (its CI part), graded once:
-    (grades by student, grades.csv, the class's course)."""
-    done = {}
+    (grades by student, grades.csv, the class's course). The next lesson's class is graded while this
+    one's is checked and finishes: a class's last notebooks, and the next class's setup, leave cores
+    idle otherwise."""
+    started, pool = {}, ThreadPoolExecutor(max_workers=2)
+
+    def grade(lesson, reports, workdir):
+        grades = demo(course, lesson, reports=reports, workdir=workdir, samples=SAMPLES[lesson])
+        return {g.student: g for g in grades}, reports / lesson / "grades.csv", Course(workdir)
+
+    def start(lesson):
+        if lesson not in started:
+            reports, workdir = tmp_path_factory.mktemp(f"reports-{lesson}"), tmp_path_factory.mktemp(f"class-{lesson}")
+            started[lesson] = pool.submit(grade, lesson, reports, workdir)
 
     def grade_class(lesson):
-        if lesson not in done:
-            reports = tmp_path_factory.mktemp(f"reports-{lesson}")
-            workdir = tmp_path_factory.mktemp(f"class-{lesson}")
-            grades = demo(course, lesson, reports=reports, workdir=workdir, samples=SAMPLES[lesson])
-            done[lesson] = {g.student: g for g in grades}, reports / lesson / "grades.csv", Course(workdir)
-        return done[lesson]
-    return grade_class
+        for each in [lesson, *LESSONS[LESSONS.index(lesson) + 1:][:1]]:
+            start(each)
+        return started[lesson].result()
+    yield grade_class
+    pool.shutdown(cancel_futures=True)
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

@@ -1,5 +1,5 @@
 # The grader's adversarial corpus for 02_vector_add, in the format of autograder/samples.py, graded by
-# tests/test_batch.py with Settings(deadline=120, memory_mb=3072, processes=64). One key more:
+# tests/test_batch.py with Settings(deadline=45 (120 on a GPU), memory_mb=3072, processes=64). One key more:
 #   reason   (optional) text that the grade's reason must contain.
 #   on_gpu   (optional) keys that replace the entry's own when the corpus is graded on a GPU.
 # Each entry is one attack or fault, and its expectation is what a correct grader does with it: score
