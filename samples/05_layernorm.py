@@ -223,12 +223,8 @@ class LayerNorm(torch.autograd.Function):
                  "        squares += x * x\n"],
                 ["tl.sum(squares, axis=0) / n_cols + eps)", "tl.sum(squares, axis=0) / n_cols - mean * mean + eps)"]]},
             "fails": ["test_layer_norm_forward_hidden", "test_layer_norm_fwd_kernel_hidden"],
-            "why": {"test_layer_norm_forward_hidden": "E[x^2] - E[x]^2 cancels catastrophically",
-                    "test_layer_norm_fwd_kernel_hidden": "E[x^2] - E[x]^2 cancels catastrophically"},
-            # On a GPU the fused multiply-add leaves E[x^2] - E[x]^2 off even on a row of one column,
-            # a case the interpreter computes exactly: the test's first hint then speaks
-            "on_gpu": {"why": {"test_layer_norm_forward_hidden": "E[x^2] - E[x]^2 cancels catastrophically",
-                               "test_layer_norm_fwd_kernel_hidden": "The variance is the mean of (x - mean)^2"}}},
+            "why": {"test_layer_norm_forward_hidden": "E[x^2] - E[x]^2",
+                    "test_layer_norm_fwd_kernel_hidden": "E[x^2] - E[x]^2"}},
     "kim": {"about": "drops the bias from its kernels and from layer_norm_torch, the reference, in the cell "
                      "where the lesson gives it: grading restores the read-only reference, so the kernels fail "
                      "the tests that compare with it, and the edit is flagged",
