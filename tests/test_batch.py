@@ -302,7 +302,7 @@ def test_nothing_was_written_outside_the_sandbox(graded):
     assert not found, f"a submission wrote outside its sandbox: {found}"
 
 
-def test_a_notebook_runs_on_the_gpu_the_grader_was_given():
+def test_a_gpu_the_grader_numbers_is_named_as_the_gpu_it_was_given():
     # A SLURM task given CUDA_VISIBLE_DEVICES=1 sees that GPU as its device 0: its notebooks must run
     # on GPU 1 too, not on the machine's GPU 0 (another task's).
     assert physical_gpu("0", "1") == "1"

@@ -62,6 +62,13 @@ def test_solutions_keep_answers_without_grading_markup(course):
         text = course.notebook("solutions", lesson).read_text()
         assert "BEGIN SOLUTION" not in text and "nbgrader" not in text
         assert "# YOUR CODE HERE" not in text
+        # ...and the answers themselves: each reference answer is in its cell, markers gone
+        source = nbformat.read(course.notebook("source", lesson), as_version=4)
+        solutions = {c.id: c for c in nbformat.read(course.notebook("solutions", lesson), as_version=4).cells}
+        answers = [(cell.id, body.strip()) for cell in source.cells for body in SOLUTION.findall(cell.source)]
+        assert answers, f"{lesson} has no answer cells"
+        for cell_id, body in answers:
+            assert body in solutions[cell_id].source, f"solutions/{lesson} cell {cell_id} lost its answer"
 
 
 def test_setup_cell_is_the_kit_and_locked(course):

@@ -123,6 +123,10 @@ def test_a_plain_user_gets_the_same_sandbox(listening):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "secret visible: False" in result.stdout and "network: blocked" in result.stdout
     assert "root read-only" in result.stdout and "dev read-only" in result.stdout
+    # the rest of what the root sandbox promises, above
+    assert "home visible: False" in result.stdout and "system read-only" in result.stdout
+    assert "work writable: True" in result.stdout
+    assert int(result.stdout.split("processes:")[1].split()[0]) <= 3, "only the sandbox's own processes are visible"
 
 
 def _needs_cgroups(controller):
