@@ -132,13 +132,13 @@ def measure(course, lesson, test, label, sample):
 def variants_of(course, lesson, test):
     """The lesson's sample class (those correct on a GPU, and those that miss only this test there),
     then the calibration's own variants."""
-    chosen = {}
-    for student, sample in load_samples(course, lesson).items():
+    chosen, samples = {}, load_samples(course, lesson)
+    for student, sample in samples.items():
         fails = expected_here(sample, on_gpu=True)["fails"]
         if sample["answers"] == "solution" and not [f for f in fails if f != test and not f.startswith("written_")]:
             chosen[f"sample {student}: {sample['about']}"] = {**sample, "should": "miss" if test in fails else "pass"}
     for label, variant in VARIANTS[lesson][1].items():
-        like = load_samples(course, lesson)[variant["like"]] if "like" in variant else {}
+        like = samples[variant["like"]] if "like" in variant else {}
         chosen[label] = {"answers": "solution", "fails": [], "replace": like.get("replace", {}), **variant}
     return chosen
 

@@ -270,17 +270,19 @@ def _run_fwd_kernel(x, weight, bias, block, eps=1e-5, what="layer_norm_fwd_kerne
                       "by n_cols, not by BLOCK_SIZE.")
     check_output(rstd, (1 / torch.sqrt(x64.var(dim=1, unbiased=False) + eps)).float(), name=f"{what}: rstd",
                  atol=1e-3, rtol=1e-3,
-                 hint=f"{VARIANCE}; masked lanes must add 0 (tl.where(mask, x - mean, 0.0)); "
+                 hint=f"{variance_hint()}; masked lanes must add 0 (tl.where(mask, x - mean, 0.0)); "
                       "rstd = 1 / sqrt(var + eps).")
     check_output(y, layer_norm_torch(x, weight, bias, eps), name=f"{what}: y", inputs=before,
                  hint=f"y = (x - mean) * rstd * w + b, for every chunk of the row. A small error in rstd "
-                      f"shows here first: {VARIANCE[0].lower()}{VARIANCE[1:]}.")
+                      f"shows here first: {variance_hint(starts_a_sentence=False)}.")
 
 
-# What a wrong variance is told, wherever it shows first (which case, and rstd or y, depends on the
-# random inputs): the two-pass definition, and the one-pass formula's trap.
-VARIANCE = ("The variance is the mean of (x - mean)^2 over the n_cols real columns, taken after the mean "
-            "(E[x^2] - E[x]^2 cancels catastrophically when the mean is large)")
+def variance_hint(starts_a_sentence=True):
+    """What a wrong variance is told, wherever it shows first (which case, and rstd or y, depends on
+    the random inputs): the two-pass definition, and the one-pass formula's trap. A function, not a
+    string: the course keeps its definitions, whatever a notebook binds to the name."""
+    return (f"{'The' if starts_a_sentence else 'the'} variance is the mean of (x - mean)^2 over the n_cols "
+            "real columns, taken after the mean (E[x^2] - E[x]^2 cancels catastrophically when the mean is large)")
 
 
 for block in (128, 512):
@@ -393,10 +395,10 @@ def _run_forward(x, weight, bias, what, eps=1e-5, atol=None, rtol=None, hint=Non
                  atol=atol or 1e-4, rtol=rtol or 1e-4)
     check_output(rstd, (1 / torch.sqrt(rows64.var(dim=1, unbiased=False) + eps)).float(),
                  name=f"rstd from layer_norm_forward on {what}", atol=atol or 1e-3, rtol=rtol or 1e-3,
-                 hint=hint or f"{VARIANCE}.")
+                 hint=hint or f"{variance_hint()}.")
     check_output(y, layer_norm_torch(x, weight, bias, eps), name=f"layer_norm_forward on {what}",
                  inputs=before, atol=atol, rtol=rtol,
-                 hint=hint or f"Check the launch (rows, strides, BLOCK_SIZE) and the statistics: {VARIANCE}.")
+                 hint=hint or f"Check the launch (rows, strides, BLOCK_SIZE) and the statistics: {variance_hint()}.")
 
 
 _run_forward(rand(8, 300), rand(300), rand(300), "(8, 300) fp32")
