@@ -383,7 +383,7 @@ def _loads_in_bounds():
 
         def run_watched(self, *args, grid, warmup, **kwargs):
             if not warmup:
-                _replay_on_the_interpreter(self, args, kwargs, grid, launch)
+                _replay_on_the_interpreter(self, args, kwargs, grid, launch, strays)
             return run(self, *args, grid=grid, warmup=warmup, **kwargs)
     else:
         launched = InterpretedFunction
@@ -448,11 +448,12 @@ def _counted_in_traffic(launch):
 
 
 # What a GPU replays under the interpreter: launches of at most this many programs, whose tensors'
-# memory is at most this many bytes, each distinct launch (kernel, layouts, values, options) once, for
-# at most this many seconds of CPU in a notebook. The tests' edge cases (a length of 1, a prime, a
+# memory is at most this many bytes, each distinct launch (kernel, layouts, values, options) once (its
+# verdict is kept: the same launch again reads where it read before), for at most this many seconds
+# of CPU in a notebook. The tests' edge cases (a length of 1, a prime, a
 # shape not a multiple of any block) are small, and they are where a missing mask reads past the end.
 _REPLAY_PROGRAMS, _REPLAY_BYTES, _REPLAY_SECONDS = 128, 2**26, 60.0
-_REPLAYED = {"launches": set(), "seconds": 0.0, "running": False, "timing": 0}
+_REPLAYED = {"launches": {}, "seconds": 0.0, "running": False, "timing": 0}
 
 
 class _TooLargeToReplay(Exception):
@@ -532,12 +533,13 @@ def _language_kept():
                     setattr(thing, name, value)
 
 
-def _replay_on_the_interpreter(kernel, args, kwargs, grid, launch):
+def _replay_on_the_interpreter(kernel, args, kwargs, grid, launch, strays):
     """Run a small GPU launch first under Triton's interpreter, on host copies of its arguments, where
     _loads_in_bounds sees every load: a kernel that masks its store but not its loads is found on a
     GPU too. What the interpreter cannot run (bf16, an operation it lacks, a grid of more than
     _REPLAY_PROGRAMS programs) it does not judge: the launch on the GPU is what the tests check.
-    Nothing the replay does is the answer's work (count_launches does not see it)."""
+    A stray load found is added to `strays` (by _loads_in_bounds' load), and again each time the same
+    launch comes back. Nothing the replay does is the answer's work (count_launches does not see it)."""
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
     if _REPLAYED["running"] or _REPLAYED["timing"] or _REPLAYED["seconds"] > _REPLAY_SECONDS or \
@@ -545,8 +547,10 @@ def _replay_on_the_interpreter(kernel, args, kwargs, grid, launch):
         return
     key = _launch_key(kernel, args, kwargs, grid)
     if key in _REPLAYED["launches"]:
+        if _REPLAYED["launches"][key]:
+            strays.append(_REPLAYED["launches"][key])
         return
-    _REPLAYED["launches"].add(key)
+    _REPLAYED["launches"][key], found = None, len(strays)
 
     def few_programs(meta):
         shape = tuple(grid(meta) if callable(grid) else grid)
@@ -569,6 +573,7 @@ def _replay_on_the_interpreter(kernel, args, kwargs, grid, launch):
         pass
     finally:
         _REPLAYED["running"], JITFunction.__call__ = False, call
+        _REPLAYED["launches"][key] = strays[found] if len(strays) > found else None
         launch.clear()
         _REPLAYED["seconds"] += _clock() - start
 

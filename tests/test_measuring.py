@@ -92,12 +92,14 @@ def test_work_left_running_on_another_stream_is_timed():
             torch.cuda._sleep(spin)  # work the function does not wait for
         return out
 
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(spin)
-    end.record()
-    end.synchronize()
-    alone = start.elapsed_time(end)
+    def spin_alone():
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(spin)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+    alone = min(spin_alone() for _ in range(3))  # the first may run at an idle GPU's clock: twice as long
     assert bench_ms(add, rand(1000), rand(1000), expect=ADD) > 0.5 * alone
 
 
