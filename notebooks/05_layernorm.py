@@ -206,6 +206,17 @@ print("exact (fp64)              :", [f"{v:8.4f}" for v in exact.tolist()])
 # Also store the row's `mean` and `rstd` at `mean_ptr + row` and `rstd_ptr + row` (two fp32
 # vectors of `n_rows`): the backward pass reuses them instead of recomputing them.
 #
+# **Offsets past 2^31.** `row * x_row_stride` is an int32 product: `tl.program_id` is an int32,
+# and so is an integer argument below 2^31 (Triton passes larger ones as int64). In a tensor of
+# more than 2^31 elements, say 65536 rows of 65536 columns (8 GiB in fp16), some rows start past
+# 2^31, and there the product wraps around: row 32768 starts at element 2^31, which int32 holds
+# as -2^31, so the program reads and writes 4 GiB *before* `x`: wrong numbers, or an illegal
+# memory access. The fix is to make the row number int64 before it is multiplied,
+# `row = tl.program_id(0).to(tl.int64)` (or `row.to(tl.int64) * x_row_stride`): the product and
+# the pointer arithmetic are then 64-bit, for one 64-bit multiplication per program. This
+# lesson's tensors stay far below (the largest, 32768 x 4096, has 2^27 elements), so its kernels
+# keep int32; lesson 7's take the int64 route.
+#
 # `RMS_NORM` is a compile-time flag for exercise 9. For now, ignore it: the tests pass
 # `RMS_NORM=False`.
 
@@ -824,6 +835,15 @@ check_choice(answer_q_partial_sums, "answer_q_partial_sums", expected="b",
 #
 # After the loop, store the two accumulators as row `pid` of `dw_partial` and `db_partial` (fp32
 # matrices of shape `(n_programs, n_cols)`).
+#
+# **A branch at run time.** Lesson 3's `if USE_MASK:` was decided when Triton compiled the
+# kernel: `USE_MASK` is a `tl.constexpr`, so only the branch taken is compiled, one kernel for
+# each value. `row < n_rows` is known only when the program runs. `row` is a scalar, one number
+# per program, so `if row < n_rows:` compiles to a real branch, taken or skipped by the whole
+# program: the rows past `n_rows` are neither loaded nor stored. The condition must be a scalar:
+# an `if` on a block, such as `if cols < n_cols:`, is a compile error ("Boolean value of Tensor
+# with more than one value is ambiguous"), because its lanes may disagree. Lane by lane, use a
+# mask or `tl.where`.
 
 # %% nbgrader={"grade_id": "layer_norm_bwd_kernel", "solution": true}
 @triton.jit
@@ -1278,9 +1298,11 @@ plot_bandwidth(widths, training, f"Layer norm forward + backward, fp16, {total} 
 #   call at a time, which charges each call its own start and finish: the same kernel shows 63% to
 #   74% of the copy bandwidth here, against 83% in the performance test, which times calls back to
 #   back on twice the rows.
-# - **`torch.compile`** generates a Triton reduction kernel compiled for each shape: for rows of up
-#   to 1024 elements a "persistent" one, which keeps the row in registers and reads it once (at
-#   1024 columns it beat your loop kernel on that H200, 3606 against 2576 GB/s). From 2048 to 8192
+# - **`torch.compile`** generates a Triton reduction kernel compiled for each shape. For rows of up
+#   to 1024 elements it is what Inductor (`torch.compile`'s code generator) calls a *persistent
+#   reduction*: the whole row in one block, with no loop over it, kept in registers and read once,
+#   like lesson 4's softmax (no relation to the *persistent kernels* of lesson 6). At 1024 columns
+#   it beat your loop kernel on that H200 (3606 against 2576 GB/s). From 2048 to 8192
 #   columns it ran below yours (2613 to 2902 against 2905 to 3026 GB/s), and at 16384 well ahead
 #   (3046 against 1985).
 # - **Forward + backward.** Your backward reads `x` and `dy` and writes `dx`, plus the partial

@@ -323,12 +323,20 @@ for group_m in [1, 2, 4, 8, 16]:
 #     b_ptrs += BLOCK_K * stride_bk
 # ```
 #
-# Four details make it right for every shape and layout:
+# The details that make it right for every shape and layout, and fast:
 #
 # - **Strides** (lesson 3). `A[i, k]` is at `a_ptr + i * stride_am + k * stride_ak`, so the block of
 #   `A` is `a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak`, and likewise for
 #   `B` (`offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn`). A transposed `A` is the same
 #   numbers with the strides swapped: the kernel multiplies `A.t()` without a copy.
+# - **Offsets past 2^31.** These offsets are int32 (`tl.program_id` and `tl.arange` are, and so is
+#   a stride below 2^31), and an int32 product wraps around past 2^31. In a matrix of more than
+#   2^31 elements, say an `A` of 65536 x 65536 (8 GiB in fp16), row 32768 starts at element 2^31,
+#   which int32 holds as -2^31: the block would be loaded from 4 GiB *before* `A`. A kernel meant
+#   for such sizes converts before it multiplies, `offs_m.to(tl.int64)[:, None] * stride_am` (or
+#   `pid_m.to(tl.int64)`, from which `offs_m` is computed; the same for `C`), and pays with 64-bit
+#   offset arithmetic. This lesson's matrices stay far below (the largest, 8192 x 8192, has 2^26
+#   elements), so its kernels keep int32.
 # - **The fp32 accumulator.** Tensor cores multiply fp16 or bf16 numbers and add the products in
 #   fp32, at no extra cost. Keep the sum in fp32 for the whole loop and round once, at the store:
 #   an fp16 sum of thousands of products loses digits and, past 65504, overflows.
@@ -347,8 +355,9 @@ for group_m in [1, 2, 4, 8, 16]:
 #   here. With `other=`, the compiler can copy each tile from memory straight into shared memory (the
 #   copy itself fills the masked lanes), steps ahead of the product that needs it, and the tensor
 #   cores read it there. With `tl.where`, every tile must come into registers to be changed, then go
-#   to shared memory, on the way to each product (the compiled code, `kernel.asm["ttgir"]`, shows an
-#   `arith.select` between `tt.load` and `ttg.local_alloc`). On an H200 at 4096^3 fp16 the lesson's
+#   to shared memory, on the way to each product (in the compiled code, `compiled.asm["ttgir"]` of
+#   section 6, an `arith.select` sits between the `ttg.local_load` of each tile from the
+#   pipeline's buffer and a second `ttg.local_alloc`). On an H200 at 4096^3 fp16 the lesson's
 #   kernel written that way ran at 0.42x cuBLAS, against 1.0x with `other=0.0`
 #   (`benchmarks/calibrate.py`, docs/calibration.md).
 #
@@ -818,6 +827,26 @@ del a, b
 # up to `num_stages - 1` steps ahead of the `tl.dot` that needs them (*software pipelining*: the
 # loads of later steps overlap the product of this one).
 #
+# The stages are paid for in shared memory. A buffer holds a block of `A` and one of `B`,
+# `(BLOCK_M + BLOCK_N) * BLOCK_K * element_size` bytes, 48 KB for 128 x 256 x 64 in fp16; for this
+# kernel Triton 3.6 to 3.9 allocate `num_stages` buffers on Hopper (H100, H200) and, for
+# `num_stages` of 2 or more, `num_stages - 1` on Ampere (A100). So the second configuration below,
+# 128 x 256 x 64 with `num_stages=4`, takes 192 KB of the 227 KB an H200 gives one program. One
+# that needs more than the GPU has fails with "out of resource: shared memory"; the autotuner
+# skips it.
+#
+# **Seeing what the compiler did.** A launch returns the compiled kernel, as in lesson 5's
+# exercise 3. On a GPU, `compiled = matmul_kernel[grid](...)` tells you:
+#
+# - `compiled.metadata.shared`: the bytes of shared memory one program uses;
+# - `compiled.n_regs`: registers per thread; `compiled.n_spills`: 32-bit values per thread that
+#   did not fit in registers and were *spilled* to local memory, which is slow (0 is what you
+#   want);
+# - `compiled.asm["ttgir"]` and `compiled.asm["ptx"]`: the kernel at two stages of compilation,
+#   Triton's GPU-level IR (its layouts; the pipelined loads are `ttg.async_copy_global_to_local`)
+#   and NVIDIA's assembly (the tensor-core instructions: `wgmma.mma_async` on Hopper, `mma.sync`
+#   on Ampere).
+#
 # Nobody guesses these. **`triton.autotune`** takes a list of `triton.Config`s, times the kernel
 # with each (many runs, as `do_bench` does) the first time it sees a new value of the `key`
 # arguments, keeps the fastest, and uses it from then on. It wraps a kernel you already have:
@@ -833,6 +862,17 @@ del a, b
 # ```python
 # grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 # ```
+#
+# **What the tuner remembers.** Its choices live in memory, in the tuned kernel, for the rest of
+# the Python process, one per *tuning key*: the values of the `key` arguments, here `(M, N, K)`,
+# plus the dtype of every argument that has one (each tensor). A new shape, or the same shape in
+# bf16 instead of fp16, tunes again; the strides are not in the key, so a transposed `A` of a shape
+# already tuned reuses that choice (add `"stride_am"` to `key` if it should not). Each
+# configuration is timed over many runs, so a kernel that adds into its output (with
+# `tl.atomic_add`, say) would add up all of them: `reset_to_zero=["c_ptr"]` has the tuner zero
+# that argument before every run (`restore_value=[...]` saves and restores arguments that a
+# kernel updates in place). `matmul_kernel` overwrites `C`, so it needs neither. A launch through
+# the tuner returns the compiled kernel of the configuration it chose.
 #
 # Tuning costs a compile and a timing per configuration, so keep the list short. (Under the
 # interpreter the tuner cannot time anything, so the cell below keeps only the last configuration
@@ -1035,11 +1075,17 @@ del x, weight, bias
 # That is within about a tenth of cuBLAS in about forty lines of Python. The rest is the schedule,
 # not the instructions: on Hopper `tl.dot` already compiles to the same warp-group tensor-core
 # instructions cuBLAS uses, but cuBLAS runs persistent, warp-specialised kernels fed by the tensor
-# memory accelerator. Small products are a different story. Their kernels run for microseconds,
-# and the launch costs about as much: the autotuner's Python wrapper and Triton's launcher take tens
-# of microseconds of CPU per call, which is why `matmul_tuned` can trail even `matmul` below 2048.
-# And with few tiles most multiprocessors sit idle; cuBLAS has special kernels for that (splitting
-# `K` among programs, for instance).
+# memory accelerator. A *persistent* kernel launches about as many programs as the GPU has
+# multiprocessors (132 on an H200), and each loops over many tiles of `C` (tile `pid`, then
+# `pid + 132`, ...) instead of computing one and exiting: no program starts up per tile, and the
+# next tile's first loads can overlap this tile's epilogue. *Warp-specialised*: some warps of a
+# program only load, while the others compute. The tensor memory accelerator (TMA) is a unit of
+# Hopper GPUs that copies whole tiles between memory and shared memory by itself. (Triton's
+# tutorial *Persistent Matmul* writes such kernels.) Small products are a different story. Their
+# kernels run for microseconds, and the launch costs about as much: the autotuner's Python wrapper
+# and Triton's launcher take tens of microseconds of CPU per call, which is why `matmul_tuned` can
+# trail even `matmul` below 2048. And with few tiles most multiprocessors sit idle; cuBLAS has
+# special kernels for that (splitting `K` among programs, for instance).
 
 # %%
 def plot_tflops(sizes, series, title):

@@ -407,6 +407,15 @@ check_choice(answer_rescale, "answer_rescale", expected="b",
 #   `tl.dot(p.to(v.dtype), v)` adds the weighted values into the fp32 accumulator: `p` (between 0
 #   and 1) is rounded to the input's dtype so that the tensor cores can take it, as FlashAttention
 #   does.
+# - **`tl.trans` moves no data.** `tl.trans(k)` is the same block indexed the other way round,
+#   `(HEAD_DIM, BLOCK_N)`, and the compiler chooses how the tensor cores read it. For this kernel
+#   Triton 3.6 to 3.9 copy `k` into shared memory as loaded and read it from there transposed (on
+#   Hopper through a transposed view, `ttg.memdesc_trans` in the TTGIR; on Ampere through the
+#   register layout it loads into): no extra copy, and the same shared memory as loading `K^T`
+#   directly with the strides swapped (`k_head + offs_n[None, :] * HEAD_DIM + offs_d[:, None]`, a
+#   `(HEAD_DIM, BLOCK_N)` block of the same numbers). A transpose is not always free: a transposed
+#   block that feeds element-wise work rather than `tl.dot` may have to move between threads,
+#   through shared memory.
 # - **Masks on the keys.** When `N` is not a multiple of `BLOCK_N`, the last block has lanes
 #   `offs_n >= N`. Load them with `other=0.0`, *and* set their scores to `-inf`
 #   (`tl.where(offs_n[None, :] < N, s, -float("inf"))`): a score of 0 would still get the weight
@@ -1120,4 +1129,5 @@ print("attention_backward's gradients match torch.autograd's, causal and not.")
 #   the scale, are what the fast kernels add.
 #
 # **Where next:** Triton's own tutorials go on from here: *Fused Attention* (the backward pass, FP8,
-# and the tricks of Hopper GPUs), persistent matmul, and grouped GEMM.
+# and the tricks of Hopper GPUs), *Persistent Matmul* (the persistent kernels of lesson 6,
+# section 8), and grouped GEMM.
