@@ -908,7 +908,9 @@ def _grader_turn(kind):
 def exclusive_gpu():
     """Graded timing: `with exclusive_gpu(): ...`. When the course's grader runs many notebooks on
     one GPU, it pauses all the others while this block runs, so the measurement shares the GPU with
-    nothing. On your own machine it changes nothing."""
+    nothing. Every graded reading of a clock belongs in one (or in the kit's timers, which take
+    turns themselves), even of work that does not use the GPU: outside a turn, another notebook's
+    turn may pause this one between its two readings. On your own machine it changes nothing."""
     return _grader_turn(b"t")
 
 
