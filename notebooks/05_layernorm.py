@@ -1289,26 +1289,24 @@ plot_bandwidth(widths, training, f"Layer norm forward + backward, fp16, {total} 
 # %% [markdown]
 # **Reading the plots** (on a GPU).
 #
-# - **Forward.** Your kernel should run ahead of `F.layer_norm` up to 8192 columns (in the
-#   solution's run on an H200, 1.3x to 1.5x: 3005 against 2288 GB/s at 4096 columns). PyTorch's
-#   kernel is written for every shape and dtype; yours is compiled for this row width (`BLOCK_SIZE`
-#   is a `tl.constexpr`), which is the same advantage as lesson 4's softmax. At 16384 columns it
-#   fell back to `F.layer_norm`'s speed there (1985 against 1987 GB/s): one program then holds a
-#   64 KB row, and exercise 3's register count is the place to start looking. This plot times one
-#   call at a time, which charges each call its own start and finish: the same kernel shows 63% to
-#   74% of the copy bandwidth here, against 83% in the performance test, which times calls back to
-#   back on twice the rows.
+# - **Forward.** Your kernel should run ahead of `F.layer_norm` at every width (in the solution's
+#   run on an H200, 1.3x to 1.5x: 2977 against 2283 GB/s at 4096 columns, 2668 against 1970 at
+#   16384). PyTorch's kernel is written for every shape and dtype; yours is compiled for this row
+#   width (`BLOCK_SIZE` is a `tl.constexpr`), which is the same advantage as lesson 4's softmax.
+#   This plot times one call at a time, which charges each call its own start and finish: the same
+#   kernel shows 53% to 74% of the copy bandwidth here, against 85% in the performance test, which
+#   times calls back to back on more rows.
 # - **`torch.compile`** generates a Triton reduction kernel compiled for each shape. For rows of up
 #   to 1024 elements it is what Inductor (`torch.compile`'s code generator) calls a *persistent
 #   reduction*: the whole row in one block, with no loop over it, kept in registers and read once,
 #   like lesson 4's softmax (no relation to the *persistent kernels* of lesson 6). At 1024 columns
-#   it beat your loop kernel on that H200 (3606 against 2576 GB/s). From 2048 to 8192
-#   columns it ran below yours (2613 to 2902 against 2905 to 3026 GB/s), and at 16384 well ahead
-#   (3046 against 1985).
+#   it beat your loop kernel on that H200 (3539 against 2195 GB/s). From 2048 to 8192 columns it
+#   ran below yours (2403 to 2640 against 2865 to 3057 GB/s), and at 16384 ahead again (3039
+#   against 2668).
 # - **Forward + backward.** Your backward reads `x` and `dy` and writes `dx`, plus the partial
 #   sums, which are small next to the rest (at most 256 rows of `N` fp32 numbers). Its kernels keep
 #   up with PyTorch's (timed alone on an H200, 1.0x to 1.5x PyTorch's backward), but through your
-#   `autograd.Function` the plot may show far less (0.3x to 0.45x on that H200): each backward is a
+#   `autograd.Function` the plot may show far less (0.28x to 0.45x on that H200): each backward is a
 #   Python function that reshapes, allocates and launches three kernels, and on that machine
 #   issuing it took more CPU time (0.2 to 0.4 ms) than the kernels took on the GPU. At these sizes
 #   the plot then times Python, not your kernels; PyTorch's backward is one call into C++.

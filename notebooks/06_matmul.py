@@ -751,8 +751,8 @@ if not ON_GPU:
 # interpreter the product is small and the times mean nothing about GPUs.)
 #
 # What to expect on an H200: no clear winner. In the reference solution's runs the two orders came
-# out within run-to-run noise of each other (grouped at 0.91x to 1.04x of row-major's speed over
-# three runs), although `B` does not fit in L2 here. Even if every wave of row-major order read all
+# out within run-to-run noise of each other (grouped at 0.90x to 1.04x of row-major's speed over
+# four runs), although `B` does not fit in L2 here. Even if every wave of row-major order read all
 # of `B` from memory again, that would be at most about 2 GB (4096 tiles in waves of 132 programs or
 # more: at most 32 waves, 64 MB each), about 0.5 ms at 4.2 TB/s, less than the 0.9 ms the arithmetic
 # takes at 600 TFLOP/s: the re-reads hide behind the tensor cores. Grouping pays where the panels
@@ -1070,9 +1070,9 @@ del x, weight, bias
 # `torch.matmul` calls cuBLAS, NVIDIA's matrix library, tuned by hand for each GPU over many years.
 # The plot compares it with your `matmul_tuned` and your `matmul` (fixed 64 x 64 tiles) on square
 # fp16 products. On an H200, the reference answer (this kernel, grouped order, the seven
-# configurations above) measured 0.87x to 0.90x cuBLAS's TFLOP/s at 4096 and 0.96x to 1.06x at
-# 8192, in fp16 and bf16, over three runs; cuBLAS's own figure moved by a tenth from run to run.
-# That is within about a tenth of cuBLAS in about forty lines of Python. The rest is the schedule,
+# configurations above) measured 0.87x to 0.91x cuBLAS's TFLOP/s at 4096 and 0.96x to 1.06x at
+# 8192, over four runs (three in fp16 and bf16, one in fp16); cuBLAS's own figure moved by a tenth
+# from run to run. That is within about a tenth of cuBLAS in about forty lines of Python. The rest is the schedule,
 # not the instructions: on Hopper `tl.dot` already compiles to the same warp-group tensor-core
 # instructions cuBLAS uses, but cuBLAS runs persistent, warp-specialised kernels fed by the tensor
 # memory accelerator. A *persistent* kernel launches about as many programs as the GPU has
@@ -1084,7 +1084,7 @@ del x, weight, bias
 # tutorial *Persistent Matmul* writes such kernels.) Small products are a different story. Their
 # kernels run for microseconds, and the launch costs about as much: the autotuner's Python wrapper
 # and Triton's launcher take tens of microseconds of CPU per call, which is why `matmul_tuned` can
-# trail even `matmul` below 2048. And with few tiles most multiprocessors sit idle; cuBLAS has
+# trail even `matmul` at the smallest sizes. And with few tiles most multiprocessors sit idle; cuBLAS has
 # special kernels for that (splitting `K` among programs, for instance).
 
 # %%
