@@ -197,3 +197,50 @@ def test_a_reference_the_tests_use_must_be_read_only(tmp_path):
     cells[1] = cells[1].replace("# %%", '# %% nbgrader={"grade_id": "reference", "locked": true}')
     master.write_text("\n".join(cells))
     assert master_to_source(master, "99_double").cells
+
+
+LOCKED = '# %% nbgrader={{"grade_id": "{}", "locked": true}}\n'
+TEST = '# %% nbgrader={{"grade": true, "grade_id": "{}", "locked": true, "points": 1}}\n'
+ANSWER = '# %% nbgrader={"grade_id": "double", "solution": true}\ndef double(x):\n    return x * 2\n'
+
+
+def build_of(tmp_path, *cells):
+    master = tmp_path / "99_double.py"
+    master.write_text("\n".join(['# %% tags=["setup"]\nfrom autograder.kit import *  # noqa: F403\n', ANSWER,
+                                 *cells]))
+    return master_to_source(master, "99_double")
+
+
+@pytest.mark.parametrize("helpers, test, refused", [
+    # a course function, called from another cell, that reads a tensor a course cell bound
+    ("REFERENCE_INPUT = rand(8)\n\ndef check_double():\n    x = REFERENCE_INPUT\n    check_output(double(x), x * 2)\n",
+     "check_double()\n", r"check_double \(in 'helpers'\) reads REFERENCE_INPUT, which 'helpers' binds to data"),
+    # a test that reads a value an earlier course cell computed
+    ("TOLERANCE = 10 ** -3 if ON_GPU else 0.0\n", "x = rand(8)\ncheck_output(double(x), x * 2, atol=TOLERANCE)\n",
+     r"'test_double' reads TOLERANCE, which 'helpers' binds to data"),
+    # the same with literal constants, which grading keeps for the course: built
+    ("TOLERANCE = 1e-3\nHINT = 'multiply by two'\n\ndef check_double(x):\n"
+     "    check_output(double(x), x * 2, atol=TOLERANCE, hint=HINT)\n",
+     "check_double(rand(8))\ncheck_output(double(rand(4)), rand(4) * 0, atol=TOLERANCE)\n", None),
+    # a function used only in its own cell, while that cell runs (no student code can rebind its names)
+    (None, "x = rand(8)\n\ndef doubled():\n    return x * 2\n\ncheck_output(double(x), doubled())\n", None),
+])
+def test_the_course_reads_across_cells_only_what_grading_keeps_for_it(tmp_path, helpers, test, refused):
+    """Grading keeps a course cell's definitions and literal constants for the course (seal.py); other
+    data it binds stays in the student's namespace, so course code in another cell must not read it."""
+    cells = ([LOCKED.format("helpers") + helpers] if helpers else []) + [TEST.format("test_double") + test]
+    if refused:
+        with pytest.raises(ValueError, match=refused):
+            build_of(tmp_path, *cells)
+    else:
+        assert build_of(tmp_path, *cells).cells
+
+
+def test_a_constant_of_the_course_must_not_be_named_like_an_answer(tmp_path):
+    """The course keeps its constant: a test would read it, never the student's value of that name."""
+    cells = [LOCKED.format("defaults") + "BLOCK_SIZE = 128\n",
+             '# %% nbgrader={"grade_id": "block", "solution": true}\nBLOCK_SIZE = 256\n',
+             TEST.format("test_block") + "assert BLOCK_SIZE >= 64\n"]
+    with pytest.raises(ValueError, match=r"'defaults' binds BLOCK_SIZE, which 'block' binds too and 'test_block' reads"):
+        build_of(tmp_path, *cells)
+    assert build_of(tmp_path, *cells[1:]).cells

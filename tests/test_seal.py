@@ -219,6 +219,25 @@ def test_a_course_cell_defines_a_kernel_that_calls_the_answer(notebook):
     assert error is None and receipt["verdict"] == "passed", (error, receipt)
 
 
+@pytest.mark.parametrize("rebinding", [
+    "TOLERANCE, HINT, LIMITS = 1e9, 'a hidden test reads rand(7)', (0, 1e9)",
+    "globals().update(TOLERANCE=1e9, HINT='a hidden test reads rand(7)', LIMITS=(0, 1e9))",
+    "import __main__\n__main__.TOLERANCE = 1e9\n__main__.HINT = 'a hidden test reads rand(7)'",
+])
+def test_a_constant_of_the_course_stays_the_courses(notebook, rebinding):
+    """A course cell's tolerance, hint text or limits are the course's, like its functions: a student's
+    cell that rebinds them (by name, through globals(), through __main__) does not loosen the check,
+    and puts no text of its own into the check's message (which feedback shows)."""
+    notebook.test("TOLERANCE, HINT, LIMITS = 1e-6, 'multiply by two', (1, 3)\n\n"
+                  "def check_twice(answer):\n    x = rand(8)\n    lo, hi = LIMITS\n"
+                  "    check_output(answer(x), x * 2, name='twice', atol=TOLERANCE, rtol=0, hint=HINT)\n")
+    notebook.student("def twice(x):\n    return x * 3\n\n" + rebinding)
+    error, receipt = notebook.test("check_twice(twice)")
+    assert receipt["verdict"] == "check failed" and "multiply by two" in str(error) and "rand(7)" not in str(error), \
+        (error, receipt)
+    assert notebook.test("assert TOLERANCE == 1e-6 and LIMITS == (1, 3)")[0] is None
+
+
 def test_what_a_test_computed_is_freed_with_the_students_copy(notebook):
     """The course keeps what its cells define, not the tensors a test made: once the notebook drops
     its copy, the memory goes (a GPU notebook has a share of GPU memory, and tests make big inputs)."""

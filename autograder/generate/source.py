@@ -6,7 +6,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from autograder.grade.integrity import cell_names  # the audit's reading of a cell's Python
+from autograder.grade.integrity import cell_names, module_data  # the audit's reading of a cell's Python
 from autograder.generate.cells import (JUPYTEXT_FORMAT, NBGRADER_DEFAULTS, SETUP_TAG, fingerprint,
                                     is_setup)
 
@@ -90,6 +90,53 @@ class RequireLockedReferences:
         return nb
 
 
+class RequireKeptData:
+    """The course's code reads from another course cell only what grading keeps for the course:
+    definitions and literal constants (autograder/grade/seal.py). Other data (a tensor, a list, a
+    value computed when the cell runs) stays in the student's namespace, where a student's cell can
+    rebind it unseen: a later test that reads it, or a course function called from a later cell,
+    would read the student's. And a constant the course keeps must not be a name an answer binds
+    too: the course would read its own value where it meant the answer."""
+
+    def __call__(self, nb, lesson):
+        data, answers, functions, readers = {}, {}, {}, {}
+        for index, cell in enumerate(nb.cells, 1):
+            if cell.cell_type != "code" or is_setup(cell):
+                continue
+            meta = cell.metadata.get("nbgrader", {})
+            where = meta.get("grade_id") or f"cell {index}"
+            bound, read = cell_names(cell.source)
+            if meta.get("solution") or not (meta.get("locked") or meta.get("grade")):
+                answers.update(dict.fromkeys(bound - answers.keys(), where))
+                continue
+            for name in sorted(read):
+                self._refuse_data(lesson, repr(where), name, data.get(name))
+            cell_data, defined = module_data(cell.source)
+            for name in read | {name for reads in defined.values() for name in reads}:
+                readers.setdefault(name, set()).add(where)
+            data.update({name: (where, literal) for name, literal in cell_data.items()})
+            functions.update({name: (where, reads) for name, reads in defined.items()})
+            for name in defined:
+                data.pop(name, None)
+        for function, (where, reads) in sorted(functions.items()):
+            if readers.get(function, set()) - {where}:  # called from another cell
+                for name in sorted(reads):
+                    self._refuse_data(lesson, f"{function} (in {where!r})", name, data.get(name))
+        for name, (where, literal) in sorted(data.items()):
+            if literal and name in answers and name in readers:
+                raise ValueError(f"{lesson}: {where!r} binds {name}, which {answers[name]!r} binds too and "
+                                 f"{sorted(readers[name])[0]!r} reads: grading keeps the course's constant, so "
+                                 "the course would never read the student's; rename one of them")
+        return nb
+
+    @staticmethod
+    def _refuse_data(lesson, reader, name, binding):
+        if binding and not binding[1]:
+            raise ValueError(f"{lesson}: {reader} reads {name}, which {binding[0]!r} binds to data that grading "
+                             "leaves in the student's namespace (a student's cell could rebind it): make it a "
+                             "literal constant, or return it from a function (as 05's variance_hint() does)")
+
+
 class NameCells:
     """Stable cell ids (nbformat 4.5), so rebuilding an unchanged master changes nothing."""
 
@@ -142,7 +189,7 @@ class Stamp:
         return nb
 
 
-STEPS = [KeepAuthoredMetadata(), CompleteNbgraderMetadata(), PlaceSetup(), RequireLockedReferences(), NameCells(),
+STEPS = [KeepAuthoredMetadata(), CompleteNbgraderMetadata(), PlaceSetup(), RequireLockedReferences(), RequireKeptData(), NameCells(),
          AddColabBadge(), SetNotebookMetadata(), Stamp()]
 
 

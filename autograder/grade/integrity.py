@@ -781,6 +781,58 @@ def cell_names(source):
     return _bindings(tree.body), read - anywhere
 
 
+def module_data(source):
+    """How a cell uses its module's names, for the build's check that the course reads no data the
+    grader leaves to the student (autograder/generate/source.py): ({name: whether it is a literal
+    constant} for each name the cell's top level binds to data, {name: the names it reads from the
+    module when it is called} for each name it defines (functions, classes, imports: what grading
+    keeps for the course))."""
+    data, defined = {}, {}
+    for statement in _parse(source)[0].body:
+        names = _bindings([statement])
+        definition = isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or (
+            isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Lambda))
+        if definition or isinstance(statement, (ast.Import, ast.ImportFrom)):
+            reads = _read_when_called(statement) if definition else set()
+            defined.update(dict.fromkeys(names, reads))
+            for name in names:
+                data.pop(name, None)
+            continue
+        literal = isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets) \
+            and _is_literal(statement.value)
+        for name in names:
+            data[name] = literal
+            defined.pop(name, None)
+    return data, defined
+
+
+def _read_when_called(definition):
+    """The names the functions of a definition read from their module (at call time): the names they
+    load that no function around the load binds."""
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    read = set()
+
+    def visit(node, local):
+        if isinstance(node, functions):
+            inside = list(ast.walk(node))
+            local = local | (_bindings(inside[1:]) | {n.arg for n in inside if isinstance(n, ast.arg)}) \
+                - _declared_global(node)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
+            read.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child, local)
+    visit(definition, frozenset())
+    return read
+
+
+def _is_literal(node):
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 def interpreter_note(submitted):
     """What to tell a student whose own cells choose Triton's interpreter (a laptop's habit), when the
     notebook is graded on a GPU: the seal keeps its kernels there (seal.py), full marks."""

@@ -14,9 +14,12 @@ methods. So, when grading:
   where a lesson defines its own helpers and references: 06's check_product, 05's layer_norm_torch)
   as `run(nonce, source, name)`. It runs in the course's scope: the names the course bound (the
   sealed kit, then what its cells defined), over the student's names (their answers), never over a
-  builtin. What the cell defines (functions, classes, modules, kernels) is the course's from then
-  on: a later cell of the student's that defines the same name changes the student's namespace,
-  where the cell's bindings are copied too, and never what the course's code finds;
+  builtin. What the cell defines (functions, classes, modules, kernels) and the constants it binds
+  (numbers, strings, tuples of them: a tolerance, a hint) are the course's from then on: a later
+  cell of the student's that binds the same name changes the student's namespace, where the cell's
+  bindings are copied too, and never what the course's code finds. Other data a course cell binds
+  (tensors) stays the student's only, and the build refuses course code that reads it from another
+  cell (RequireKeptData in autograder/generate/source.py);
 - before and after the test, the snapshot is compared with what is there now, torch's function and
   dispatch modes and Python's trace hooks are checked, and torch's comparisons are asked a question
   whose answer is known. Anything replaced fails the test, with a message naming it;
@@ -210,16 +213,16 @@ def _execute(source, filename, into):
 def _keep_bindings(scope, before, course, namespace, sealed, kit_names):
     """What the cell bound or deleted goes to the student's namespace, as if the cell had run there
     (never a sealed object of the kit's); its definitions (functions, classes, modules, kernels:
-    what later cells call) are the course's from now on, the kit's own names excepted (a cell that
-    rebinds one has already failed). Its data (the tensors a test made) stays the student's only,
-    so that the course holds no memory that the notebook frees."""
+    what later cells call) and constants (_is_constant) are the course's from now on, the kit's own
+    names excepted (a cell that rebinds one has already failed). Its other data (the tensors a test
+    made) stays the student's only, so that the course holds no memory that the notebook frees."""
     missing = object()
     for name, value in scope.items():
         if before.get(name, missing) is value or name in kit_names:
             continue
         if sealed.get(name, missing) is not value:
             namespace[name] = value
-        if _is_definition(value):
+        if _is_definition(value) or _is_constant(value):
             course[name] = value
     for name in before.keys() - scope.keys():
         course.pop(name, None)
@@ -229,6 +232,19 @@ def _keep_bindings(scope, before, course, namespace, sealed, kit_names):
 def _is_definition(value):
     """A function, class, module or Triton kernel (a jitted function, an autotuner), not data."""
     return callable(value) or isinstance(value, ModuleType) or hasattr(value, "run")
+
+
+CONSTANT_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+def _is_constant(value):
+    """A number, a string, None, or a tuple or frozenset of them: data that cannot change in place and
+    holds no memory worth freeing, which the course keeps like a definition (a tolerance, a hint's
+    text). The build lets the course's code read no other data across cells (RequireKeptData in
+    autograder/generate/source.py)."""
+    if type(value) in (tuple, frozenset):
+        return all(_is_constant(item) for item in value)
+    return type(value) in CONSTANT_TYPES
 
 
 # Builtins that IPython and ipykernel set again for every cell: the last result, and input() (sent
