@@ -218,6 +218,9 @@ def build_of(tmp_path, *cells):
     # a test that reads a value an earlier course cell computed
     ("TOLERANCE = 10 ** -3 if ON_GPU else 0.0\n", "x = rand(8)\ncheck_output(double(x), x * 2, atol=TOLERANCE)\n",
      r"'test_double' reads TOLERANCE, which 'helpers' binds to data"),
+    # a literal list: the seal does not keep it (a student could rebind or change it)
+    ("LIMITS = [1, 3]\n\ndef check_double(x):\n    check_output(double(x), x * 2, atol=LIMITS[0])\n",
+     "check_double(rand(8))\n", r"check_double \(in 'helpers'\) reads LIMITS, which 'helpers' binds to data"),
     # the same with literal constants, which grading keeps for the course: built
     ("TOLERANCE = 1e-3\nHINT = 'multiply by two'\n\ndef check_double(x):\n"
      "    check_output(double(x), x * 2, atol=TOLERANCE, hint=HINT)\n",

@@ -57,6 +57,8 @@ import importlib.util
 import re
 import sys
 
+from autograder.grade.seal import is_constant  # what grading keeps for the course: one rule for both
+
 
 # The course's language: the modules answers import, and which of their attributes they use
 # (None: every public one). A module that is not here is flagged where it is imported.
@@ -826,11 +828,12 @@ def _read_when_called(definition):
 
 
 def _is_literal(node):
+    """A literal whose value grading keeps for the course (seal.is_constant): a number, a string, a
+    tuple of them; not a list or a dict, which stay the student's to rebind and change."""
     try:
-        ast.literal_eval(node)
+        return is_constant(ast.literal_eval(node))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
-    return True
 
 
 def interpreter_note(submitted):

@@ -213,7 +213,7 @@ def _execute(source, filename, into):
 def _keep_bindings(scope, before, course, namespace, sealed, kit_names):
     """What the cell bound or deleted goes to the student's namespace, as if the cell had run there
     (never a sealed object of the kit's); its definitions (functions, classes, modules, kernels:
-    what later cells call) and constants (_is_constant) are the course's from now on, the kit's own
+    what later cells call) and constants (is_constant) are the course's from now on, the kit's own
     names excepted (a cell that rebinds one has already failed). Its other data (the tensors a test
     made) stays the student's only, so that the course holds no memory that the notebook frees."""
     missing = object()
@@ -222,7 +222,7 @@ def _keep_bindings(scope, before, course, namespace, sealed, kit_names):
             continue
         if sealed.get(name, missing) is not value:
             namespace[name] = value
-        if _is_definition(value) or _is_constant(value):
+        if _is_definition(value) or is_constant(value):
             course[name] = value
     for name in before.keys() - scope.keys():
         course.pop(name, None)
@@ -237,13 +237,13 @@ def _is_definition(value):
 CONSTANT_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes})
 
 
-def _is_constant(value):
+def is_constant(value):
     """A number, a string, None, or a tuple or frozenset of them: data that cannot change in place and
     holds no memory worth freeing, which the course keeps like a definition (a tolerance, a hint's
     text). The build lets the course's code read no other data across cells (RequireKeptData in
-    autograder/generate/source.py)."""
+    autograder/generate/source.py), judging a cell's literals by this same rule."""
     if type(value) in (tuple, frozenset):
-        return all(_is_constant(item) for item in value)
+        return all(is_constant(item) for item in value)
     return type(value) in CONSTANT_TYPES
 
 
