@@ -52,7 +52,7 @@ FLOAT_DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if BF16_OK els
 def dot_dtypes(capability, interpreter=False):
     """The input dtypes that tl.dot runs reliably with on this device, and a sentence saying why.
     Recent Triton releases use tensor cores (MMA) only from compute capability 8.0 (Ampere) on; below
-    it (a T4 is 7.5) tl.dot falls back to plain multiply-adds, which are sound for fp32 only."""
+    it (a T4 is 7.5) tl.dot falls back to plain multiply-adds, checked by the course in fp32 only."""
     if interpreter:
         return [torch.float32, torch.float16], (
             "tl.dot under Triton's interpreter: NumPy computes it in IEEE fp32 (fp16 inputs too; no bf16).")
@@ -61,8 +61,9 @@ def dot_dtypes(capability, interpreter=False):
         return [torch.float32, torch.float16, torch.bfloat16], (
             f"tl.dot on {where}: tensor cores for fp16 and bf16 inputs, and TF32 for fp32 inputs.")
     return [torch.float32], (
-        f"tl.dot on {where} (a T4 is 7.5): recent Triton has no tensor-core path below 8.0, and tl.dot on "
-        "fp16 or bf16 inputs may fail to compile or give wrong answers here. This notebook uses fp32 inputs "
+        f"tl.dot on {where} (a T4 is 7.5): recent Triton has no tensor-core path below 8.0 (it officially "
+        "supports 8.0 and up); fp16 and bf16 tl.dot compile here as plain multiply-adds on values converted "
+        "to fp32, a path the course has not checked on this GPU. This notebook uses fp32 inputs "
         "for tl.dot on this GPU (exact fp32, no TF32, and slow: performance tests are advisory). To try fp16 "
         "as well, use Triton's interpreter: Runtime > Change runtime type > CPU, or run "
         "`%env TRITON_INTERPRET=1` before the setup cell after restarting.")
@@ -888,6 +889,9 @@ def _grader_turn(kind):
             answer = turn.recv(1)
         except OSError as error:
             answer = f"no answer ({error})"
+        if answer == b"n" and kind == b"s":  # a plotted measurement past its share goes ahead
+            yield                             # without a turn (turns.py)
+            return
         if answer == b"n":
             _fail("The grader gave this notebook no more GPU time for measurements: its timed sections "
                   "have used their share. Time each kernel once, not in a loop of measurements.")

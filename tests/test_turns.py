@@ -90,6 +90,28 @@ def test_a_turn_held_too_long_is_taken_back_and_a_spent_share_refused(tmp_path):
     assert [t for t in ticks if began + 1.5 < t < ended], "the neighbour stayed paused after the turn was taken back"
 
 
+SHARED = ("import time\n"
+          "from autograder.kit import _grader_turn\n"
+          "with _grader_turn(b's'):\n"
+          "    time.sleep({seconds})\n"
+          "print('plotted', flush=True)")
+
+
+def test_plotted_measurements_do_not_spend_the_share_of_graded_ones(tmp_path):
+    """A notebook whose plotted measurements (shared turns: the kit's bench_ms outside a graded
+    section) used up their time still gets its graded turn, and its later plots still run. Seen on
+    an H200: a timer that called bench_ms on CPU work spent a notebook's whole share in the lesson's
+    plots, and its graded test then failed for want of a turn."""
+    nb, status, ticks = _grade_with_turns(
+        tmp_path, [SHARED.format(seconds=1.2), SHARED.format(seconds=0.1), TIMED.format(seconds=0.3)],
+        budget=1.0)
+    assert status["ended"] == "finished", status
+    for cell in nb.cells[:2]:
+        assert "plotted" in _outputs(cell), _outputs(cell)
+    began, ended = _turn(nb.cells[2])
+    assert not [t for t in ticks if began < t < ended], "the neighbour ran during the graded turn"
+
+
 def test_the_batch_grades_on_a_gpu_slot_through_its_turns(course, tmp_path, capsys):
     """The whole pipeline with a GPU slot: the sockets reach the sandboxes and the graded timing of a
     correct notebook gets its exclusive turn (without a GPU the notebook falls back to the

@@ -11,7 +11,10 @@ side by side, which would make the GPU switch between processes all the time and
 
 A notebook cannot use this to stall the others: a turn longer than `hold` seconds is taken back
 (the others resume; the notebook reads b"r" and its check fails saying why), and a sandbox whose
-turns add up to more than `budget` seconds is refused further turns (b"n").
+exclusive turns add up to more than `budget` seconds is refused further ones (b"n"). Shared turns
+have a budget of their own, so that a notebook's plotted measurements never spend the time its
+graded ones need; a refused shared turn is no failure: the kit measures without one (an exclusive
+turn elsewhere still pauses it, so it never shares the GPU with a graded measurement).
 """
 import contextlib
 import os
@@ -70,7 +73,7 @@ class GpuTurns:
     def __init__(self, folder, gpus, members, hold=30.0, budget=60.0):
         self.folder, self.gpus, self.members = Path(folder), list(gpus), members
         self.hold, self.budget = hold, budget
-        self.used = defaultdict(float)  # seconds of turns taken, per sandbox (its root pid)
+        self.used = defaultdict(float)  # seconds of turns taken, per (sandbox's root pid, kind)
         self.served = defaultdict(list)  # (gpu, kind): the seconds each turn lasted
         self.listeners, self.threads = [], []
 
@@ -146,7 +149,7 @@ class GpuTurns:
         if kind not in (b"t", b"s"):
             return
         own = self._sandbox_of(pid, set(self.members(gpu)))
-        if own is None or self.used[own] >= self.budget:
+        if own is None or self.used[own, kind] >= self.budget:
             connection.sendall(b"n")
             return
         stopped, started = set(), time.monotonic()
@@ -169,7 +172,7 @@ class GpuTurns:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(stopped_pid, signal.SIGCONT)
             took = time.monotonic() - started
-            self.used[own] += took
+            self.used[own, kind] += took
             self.served[gpu, kind].append(took)
 
     def summary(self):
