@@ -218,9 +218,10 @@ class LayerNorm(torch.autograd.Function):
                      "computes with torch.var and launches no kernel"]},
     "dee": {"about": "a one-pass variance, E[x^2] - E[x]^2: right for rows with a small mean only",
             "answers": "solution",
-            "edits": {"layer_norm_fwd_kernel": [
-                ["        centered = tl.where(mask, x - mean, 0.0)\n        squares += centered * centered\n",
-                 "        squares += x * x\n"],
+            "edits": {"layer_norm_fwd_kernel": [  # in both plans: the row that fits, and the loops
+                ["tl.sum(centered * centered, axis=0) / n_cols + eps)", "tl.sum(x * x, axis=0) / n_cols - mean * mean + eps)"],
+                ["            centered = tl.where(mask, x - mean, 0.0)\n            squares += centered * centered\n",
+                 "            squares += x * x\n"],
                 ["tl.sum(squares, axis=0) / n_cols + eps)", "tl.sum(squares, axis=0) / n_cols - mean * mean + eps)"]]},
             "fails": ["test_layer_norm_forward_hidden", "test_layer_norm_fwd_kernel_hidden"],
             "why": {"test_layer_norm_forward_hidden": "E[x^2] - E[x]^2",
@@ -231,7 +232,9 @@ class LayerNorm(torch.autograd.Function):
             "answers": "solution",
             "edits": {"layer_norm_reference": [[" + bias.double()).to(x.dtype)", ").to(x.dtype)"]],
                       "layer_norm_fwd_kernel": [["        if not RMS_NORM:\n            y += tl.load(b_ptr + cols, "
-                                                 "mask=mask).to(tl.float32)\n", ""]],
+                                                 "mask=mask).to(tl.float32)\n", ""],  # the row that fits
+                                                ["            if not RMS_NORM:\n                y += tl.load(b_ptr + "
+                                                 "cols, mask=mask).to(tl.float32)\n", ""]],  # the loops
                       "add_layer_norm_kernel": [["centered * rstd * w + b)", "centered * rstd * w)"]]},
             "fails": ["test_add_layer_norm_kernel", "test_add_layer_norm_kernel_hidden", "test_layer_norm_autograd",
                       "test_layer_norm_autograd_hidden", "test_layer_norm_forward", "test_layer_norm_forward_hidden",
