@@ -66,9 +66,9 @@ VARIANTS = {
     }),
     "05_layernorm": ("test_layer_norm_forward_performance", {
         "the reference with 8 warps (the warps of Triton's layer-norm tutorial)": {"should": "pass", "edits": {"layer_norm_forward": [[
-            "num_warps = 4 if BLOCK_SIZE <= 8192 else 8", "num_warps = 8"]]}},
+            "num_warps = max(1, min(8, BLOCK_SIZE // 512))", "num_warps = 8"]]}},
         "the reference with 2 warps": {"should": "pass", "edits": {"layer_norm_forward": [[
-            "num_warps = 4 if BLOCK_SIZE <= 8192 else 8", "num_warps = 2"]]}},
+            "num_warps = max(1, min(8, BLOCK_SIZE // 512))", "num_warps = 2"]]}},
         "blocks of 1024 (four per row, three passes)": {"should": "pass", "edits": {"layer_norm_forward": [[
             "BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 16384)", "BLOCK_SIZE = 1024"]]}},
         "sample ida's Welford kernel with the row in one block of 4096, 8 warps": {"should": "miss", "like": "ida", "edits": {
