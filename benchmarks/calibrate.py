@@ -69,6 +69,8 @@ VARIANTS = {
             "num_warps = max(1, min(8, BLOCK_SIZE // 512))", "num_warps = 8"]]}},
         "the reference with 2 warps": {"should": "pass", "edits": {"layer_norm_forward": [[
             "num_warps = max(1, min(8, BLOCK_SIZE // 512))", "num_warps = 2"]]}},
+        "three loops whatever the width (the course's reference before it read a row that fits once)": {
+            "should": "pass", "edits": {"layer_norm_fwd_kernel": [["    if n_cols <= BLOCK_SIZE:", "    if n_cols < 0:"]]}},
         "blocks of 1024 (four per row, three passes)": {"should": "pass", "edits": {"layer_norm_forward": [[
             "BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 16384)", "BLOCK_SIZE = 1024"]]}},
         "sample ida's Welford kernel with the row in one block of 4096, 8 warps": {"should": "miss", "like": "ida", "edits": {
