@@ -58,7 +58,7 @@ from autograder.kit import *  # noqa: F403 (the build places autograder/kit.py h
 # |---|---|---|
 # | cores | 16 to 128 fast cores | 132 SMs x 128 fp32 lanes |
 # | fp32 arithmetic | 1 to 5 TFLOP/s | 67 TFLOP/s (989 TFLOP/s in bf16 on its tensor cores) |
-# | memory bandwidth | 100 to 500 GB/s | 4800 GB/s (a copy measures about 4200 GB/s) |
+# | memory bandwidth | 100 to 500 GB/s | 4800 GB/s (a copy measures about 4150 GB/s) |
 # | start one piece of work | a function call: nanoseconds | a kernel launch: about 5 microseconds |
 #
 # **SIMT and warps.** GPU threads do not run independently. The hardware groups them by 32 into
@@ -158,7 +158,7 @@ if not ON_GPU:
 
 
 # %% [markdown]
-# The first number is far smaller than the second (on an H200, 0.36 ms against 3.1 ms), and the
+# The first number is far smaller than the second (on an H200, 0.30 ms against 3.0 ms), and the
 # second is what the multiplication really costs: the call returned long before the work was done.
 # Three more rules make a timer trustworthy:
 #
@@ -519,7 +519,7 @@ for name, sizes, times in [("x + y", add_sizes, add_times), ("x @ y", matmul_siz
 # - **Small sizes: the CPU wins.** The GPU line is flat on the left: every call costs a kernel
 #   launch and a synchronization, whatever the size. That is the GPU's *latency*. NumPy on a few
 #   thousand numbers costs little more than its own call overhead, about a microsecond. (On a GPU
-#   machine your plot shows more, about 10 us on an H200: `time_gpu` calls
+#   machine your plot shows more, about 12 us on an H200: `time_gpu` calls
 #   `torch.cuda.synchronize()` around every run, and that call costs microseconds even when the GPU
 #   has nothing to finish. The CPU lines carry that cost too; it is the same for every size.)
 # - **Large sizes: the GPU wins, by a lot.** Once the work is large enough to fill the GPU, its
@@ -535,8 +535,8 @@ for name, sizes, times in [("x + y", add_sizes, add_times), ("x @ y", matmul_siz
 #   dwarfs the copies, and the GPU still wins. This is why real programs keep their data on the
 #   GPU for the whole computation.
 #
-# For reference, on an H200: a small `x + y` costs 10 to 20 microseconds timed this way, whatever
-# its size, and 2^26 elements take about 0.19 ms (about 4300 GB/s).
+# For reference, on an H200: a small `x + y` costs 19 to 25 microseconds timed this way, whatever
+# its size, and 2^26 elements take about 0.20 ms (about 4000 GB/s).
 #
 # ## 6. Bytes and operations: arithmetic intensity
 #
@@ -758,7 +758,7 @@ plot_roofline(peak, bandwidth, points)
 # point, on the slanted memory ceiling. It reaches a tiny fraction of the arithmetic peak while
 # moving data at about the speed of a copy. The large matrix multiplication, at `n / 6` FLOP/byte,
 # sits to the right, under the flat compute ceiling. (For reference, on an H200: ridge point
-# 67e12 / 4.2e12 = 16 FLOP/byte; `x + y` reaches about 350 GFLOP/s, half a percent of the peak.)
+# 67e12 / 4.15e12 = 16 FLOP/byte; `x + y` reaches about 330 GFLOP/s, half a percent of the peak.)
 #
 # That is the lesson of this course in one picture: **most kernels live left of the ridge**
 # (element-wise operations, reductions, normalisations, softmax), so their speed is set by the
@@ -1067,7 +1067,7 @@ check_choice(answer_q3, "answer_q3", expected="a",
 # %% [markdown] nbgrader={"grade": true, "grade_id": "written_crossover", "points": 2, "solution": true}
 # ### BEGIN SOLUTION
 # At small sizes the time is dominated by fixed costs, the GPU's latency: launching a kernel and
-# waiting for it costs about 10 microseconds whatever the size, while NumPy adds a few thousand
+# waiting for it costs about 20 microseconds whatever the size, while NumPy adds a few thousand
 # numbers in a microsecond or two, most of it the cost of its call. The GPU line is flat there. At
 # large sizes the fixed cost is negligible and time is set by throughput: the GPU's memory
 # bandwidth (about 4 TB/s on an H200) is ten or more times the CPU's, so the GPU wins by about that

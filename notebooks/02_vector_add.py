@@ -536,7 +536,7 @@ print(f"From 2^{sizes[0].bit_length() - 1} to 2^{sizes[1].bit_length() - 1} elem
 #   when a kernel does something torch cannot do in one pass, such as fusing several operations so
 #   that intermediate results never travel to memory: that is lesson 04.
 #
-# For reference, on an H200: 4 to 5 µs for every size up to 2^18 elements, and at 2^26 about
+# For reference, on an H200: 3.7 to 5.3 µs for every size up to 2^18 elements, and at 2^26 about
 # 4240 GB/s for both, where a copy measures 4100 to 4200 GB/s.
 #
 # Now the claims of section 8, measured: `add_kernel` on 2^24 elements (2^14 under the
@@ -571,7 +571,7 @@ print(f"Within 10% of the best speed ({best:.4g} GB/s): BLOCK_SIZE {flat[0]} to 
 # which no longer fit in registers. A T4 or another GPU gives other numbers but the same shape.
 # Under the interpreter the curve means nothing about GPUs: it only shows that Python pays a
 # price for every program it runs. (For reference, on an H200: about 317 GB/s at 16, flat near
-# 3800 GB/s from 256 to 16384, about 550 GB/s at 65536.)
+# 3800 GB/s from 256 to 16384, about 570 GB/s at 65536.)
 #
 # ## Exercise 4: `add` at the speed of memory (2 points)
 #

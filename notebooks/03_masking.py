@@ -614,7 +614,7 @@ print("row_sum passed the hidden tests.")
 # `x.contiguous()` copies a transposed matrix with PyTorch's general element-wise kernel, not with
 # tiles, so its own reads or writes are strided (section 6 measures it, and shows the tiled way).
 # Measure both ways on a transposed matrix, this device's answer (on an H200 at 4096 x 4096: in
-# place 0.118 ms; `.contiguous()` first 0.146 ms, of which the row sum took 0.025):
+# place 0.119 ms; `.contiguous()` first 0.146 ms, of which the row sum took 0.025):
 
 # %%
 x = rand(100, 37).t()
@@ -1146,8 +1146,8 @@ print(f"{sides[-1]} x {sides[-1]}: copy_2d reaches {contiguous / roof:.0%} of th
 # should follow close behind (your printed ratio): the tile turned a column read into row-sized
 # pieces. Torch's `x.contiguous()` on the transposed matrix stays far below both: an element-wise
 # copy, without tiles. (Masks cost next to nothing: try a side of 8000, not a multiple of 64, and
-# compare.) For reference, on an H200 at 8192 x 8192 (fp32, GB/s): your `copy_2d` 3872 contiguous
-# and 3876 transposed, 94% of that device's copy bandwidth; `x.contiguous()` 1156, 28%.
+# compare.) For reference, on an H200 at 8192 x 8192 (fp32, GB/s): your `copy_2d` 3855 contiguous
+# and 3873 transposed, 93% and 94% of that device's copy bandwidth; `x.contiguous()` 1157, 28%.
 #
 # ## Exercise 4: a transposed copy at the speed of memory (2 points)
 #

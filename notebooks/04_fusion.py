@@ -100,7 +100,7 @@ print(f"{count} torch calls, so {count} kernels on a GPU:", ", ".join(calls.name
 #
 # Each of these kernels does almost no arithmetic: one multiplication, or one comparison, per
 # element. An H200 can do about 67 trillion fp32 operations per second (without its tensor
-# cores), but its memory delivers "only" about 4.2 trillion bytes per second (4223 GB/s for a copy,
+# cores), but its memory delivers "only" about 4.1 trillion bytes per second (4126 GB/s for a copy,
 # measured). An fp32 element is 4 bytes, so in the time it takes to bring one element to the chip
 # and send one back, the chip could have done about a hundred operations. A kernel that does one
 # operation per element therefore waits for memory nearly all of the time: it is
@@ -202,7 +202,7 @@ except NotImplementedError:
 
 # %% [markdown]
 # Section 4 measures both, and prints your measurements next to these predictions. (For reference,
-# on an H200: predicted 1.40 and 0.127 ms, measured 1.356 and 0.132 ms.) Counting bytes is all it
+# on an H200: predicted 1.43 and 0.130 ms, measured 1.41 and 0.131 ms.) Counting bytes is all it
 # takes to understand this workload: arithmetic does not appear anywhere in the estimate, and it
 # does not need to.
 #
@@ -563,8 +563,8 @@ for i, where in [(0, "smallest"), (-1, "largest")]:
 # - **Large sizes: the memory wall.** Eager runs close to its floor of 22 passes over the data,
 #   and your fused kernel close to the fused floor of 2 passes: about ten times faster, as the
 #   byte count predicted, and no faster, since the fused kernel is now limited by the one read and
-#   one write it cannot avoid. (For reference, on an H200 at 2^26 elements: eager 1.356 ms,
-#   fused 0.132 ms, `torch.compile` 0.131 ms, fused floor 0.127 ms.)
+#   one write it cannot avoid. (For reference, on an H200 at 2^26 elements: eager 1.41 ms,
+#   fused 0.131 ms, `torch.compile` 0.130 ms, fused floor 0.130 ms.)
 # - **Small sizes: launch overhead.** At the left every kernel takes a few microseconds whatever
 #   it does, so eager costs ten launches and the fused kernel one. Fusion wins there too, for a
 #   different reason: fewer launches.
@@ -675,7 +675,7 @@ else:
 # operation per element but must read its input(s) from global memory (HBM/VRAM) and write its
 # output back; the GPU computes about a hundred times faster than memory can deliver fp32 elements,
 # so it spends almost all its time moving data: 22 passes over the array (5.9 GB at 2^26 fp32,
-# about 1.36 ms on an H200), not computing.
+# about 1.41 ms on an H200), not computing.
 # (2) Kernel fusion combines several operations into one kernel: each program loads its block
 # once, applies all the operations while the data sits in registers (or on-chip SRAM), and stores
 # only the final result. The intermediate results are never written to and read back from global
@@ -683,7 +683,7 @@ else:
 # write, 2 passes instead of 22.
 # (3) With Triton the researcher writes that fused kernel in a few lines (load, ten operations,
 # store) instead of waiting for the framework to provide it: it runs at the speed of memory,
-# 0.132 ms against 1.356 ms, the roughly 10x predicted by the byte count. (torch.compile finds
+# 0.131 ms against 1.41 ms, the roughly 10x predicted by the byte count. (torch.compile finds
 # this particular fusion automatically, also by generating a Triton kernel.)
 # ### END SOLUTION
 
@@ -699,7 +699,7 @@ else:
 # one by one (here the ten element-wise steps, whose intermediates nobody else uses) into one
 # loop, and on a GPU it generates that loop as Triton code, chooses block sizes (autotuning), and
 # lets Triton compile it. The user changes one line, `torch.compile(fn)`, and gets a fused Triton
-# kernel as fast as the hand-written one (0.131 ms vs 1.356 ms eager on an H200). It cannot give
+# kernel as fast as the hand-written one (0.130 ms vs 1.41 ms eager on an H200). It cannot give
 # you what its rules and templates do not cover: it maps attention to SDPA or FlexAttention
 # because people wrote those flash-style kernels by hand, but a genuinely new algorithm, a custom
 # data format, or a better kernel for a shape where its generated code is slow (the wide-row
@@ -762,11 +762,11 @@ print("torch.softmax             :", torch.softmax(row, dim=1).tolist())
 # One row per program is the simplest plan, and for wide rows (thousands of columns) it is the
 # right one. For narrow rows it loses speed. Section 7 measures why: beside the one-row softmax it
 # times a kernel that only copies one row per program, with the same grid, block and warps. On an
-# H200 at 128 columns (2^24 elements) that copy was as slow as the softmax, 1599 against 1573 GB/s
-# (`torch.softmax`: 3591): the loss is the size of each program's work, not its arithmetic. A row
+# H200 at 128 columns (2^24 elements) that copy was as slow as the softmax, 1608 against 1586 GB/s
+# (`torch.softmax`: 3504): the loss is the size of each program's work, not its arithmetic. A row
 # of 128 fp32 numbers is 512 bytes in and 512 out, a third of what lesson 2's block of 256 moves
 # (two inputs of 1 KiB and an output of 1 KiB), and every program pays a fixed cost to start, work
-# out its addresses and finish. At 256 columns the copy reached 3044 GB/s and the softmax 2776, 91%
+# out its addresses and finish. At 256 columns the copy reached 2992 GB/s and the softmax 2740, 92%
 # of it: there the two reductions (`tl.max`, then `tl.sum`) cost the rest. A reduction combines
 # each thread's own elements, then the threads of a warp (which swap registers directly), then the
 # warps, which meet only in the chip's shared memory behind a barrier where every warp waits for
@@ -1143,14 +1143,18 @@ for i in (0, -1):
 #   grid, block and warps (your printed percentage): where the copy is just as slow, the program
 #   has too little work; where the copy keeps up and the softmax does not, the reductions cost the
 #   difference (section 6). Packing a few rows into each program (4 rows of 256: 4 KiB) fixes both
-#   and should bring your `softmax` up to the speed of memory, like torch.
+#   and should bring your `softmax` near the speed of memory, like torch.
 # - **`torch.compile`**, compiled for each width, generates its own Triton softmax (a "reduction"
 #   kernel specialised to that width, like yours): on wide rows it beats `torch.softmax`, and a
 #   hand-written kernel that keeps the row in registers can still be ahead of it.
 #
-# For reference, on an H200 (fp32, GB/s, this section's sizes): at 4096 x 4096, your `softmax` 3762,
-# `torch.softmax` 2328, `torch.compile` 2937; at 131072 x 128, 3686, 3591 and 3600, with one row per
-# program 1573 and its copy 1599.
+# For reference, on an H200 (fp32, GB/s, this section's sizes): at 4096 x 4096, your `softmax` 2785,
+# `torch.softmax` 2301, `torch.compile` 2941; at 131072 x 128, 2823, 3504 and 2154, with one row per
+# program 1586 and its copy 1608. These plots time one call at a time, on 64 MB, and such figures
+# move by a fifth from run to run (in that run your `softmax` measured 2785 GB/s as `softmax` and
+# 3772 as the same launch of `softmax_kernel`); timed on 2^26 elements, as `make bench` in the
+# course's repository does, the same kernel moved 4163 GB/s at 524288 x 128 and 4004 at 16384 x 4096,
+# level with or ahead of both.
 #
 # ## Exercise 7: as fast as `torch.softmax` (2 points)
 #
@@ -1266,7 +1270,7 @@ check_choice(answer_q_misconception, "answer_q_misconception", expected="c",
 #
 # - Most deep-learning operations do little arithmetic per byte: they are **memory-bound**, and
 #   their time is the bytes they move divided by the bandwidth. Counting bytes predicts the time
-#   (22 passes against 2: 1.36 ms against 0.13 ms on an H200).
+#   (22 passes against 2: 1.41 ms against 0.13 ms on an H200).
 # - The **memory wall**: eager PyTorch runs one kernel per operation, and each one is a round trip
 #   to global memory. **Fusion** keeps the intermediate values in registers: one read, one write,
 #   and one launch instead of ten.

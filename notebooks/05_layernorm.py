@@ -509,7 +509,11 @@ print("layer_norm_forward passed the hidden tests.")
 # of 4096 kept in registers. The next cell launches your kernel on rows of 4096 with two block
 # sizes, 4096 (the row fits: one read) and 1024 (the loops), asks the compiled kernel how many
 # registers a thread needs (`compiled.n_regs`; a launch returns the compiled kernel), and times it
-# (on a GPU only: the interpreter has no registers).
+# (on a GPU only: the interpreter has no registers). On an H200 the row kept in registers took
+# more of them (56 per thread, so at most 9 programs per SM, against 32 and 16 for the loops) and
+# still moved more (3947 against 3156 GB/s): it reads the row once, while the loops' programs wait
+# for three reads each. Registers set how many programs can wait at once; what each program waits
+# for matters as much.
 #
 # A plan that carries more than your loops do pays for it. Welford's update (section 3) carries
 # two vectors across its loop, the running mean and $M_2$, and keeps the loaded row besides: in
@@ -1331,23 +1335,25 @@ plot_bandwidth(widths, training, f"Layer norm forward + backward, fp16, {total} 
 # **Reading the plots** (on a GPU).
 #
 # - **Forward.** Your kernel should run ahead of `F.layer_norm` at every width (in the solution's
-#   run on an H200, 1.3x to 1.5x: 2977 against 2283 GB/s at 4096 columns, 2668 against 1970 at
+#   run on an H200, 1.06x to 2.1x: 3326 against 2287 GB/s at 4096 columns, 3231 against 1997 at
 #   16384). PyTorch's kernel is written for every shape and dtype; yours is compiled for this row
-#   width (`BLOCK_SIZE` is a `tl.constexpr`), which is the same advantage as lesson 4's softmax.
-#   This plot times one call at a time, which charges each call its own start and finish: the same
-#   kernel shows 53% to 74% of the copy bandwidth here, against 85% in the performance test, which
-#   times calls back to back on more rows.
+#   width (`BLOCK_SIZE` is a `tl.constexpr`) and reads a row that fits once, the advantages of
+#   lesson 4's softmax. This plot times one call at a time, and a call here lasts about 20 us, so
+#   each call's own start and finish weigh: the same kernel shows 53% to 85% of the copy bandwidth
+#   here, from one width to the next and one run to the next, against 102% in the performance test,
+#   which times calls back to back on more rows.
 # - **`torch.compile`** generates a Triton reduction kernel compiled for each shape. For rows of up
 #   to 1024 elements it is what Inductor (`torch.compile`'s code generator) calls a *persistent
 #   reduction*: the whole row in one block, with no loop over it, kept in registers and read once,
-#   like lesson 4's softmax (no relation to the *persistent kernels* of lesson 6). At 1024 columns
-#   it beat your loop kernel on that H200 (3539 against 2195 GB/s). From 2048 to 8192 columns it
-#   ran below yours (2403 to 2640 against 2865 to 3057 GB/s), and at 16384 ahead again (3039
-#   against 2668).
+#   like your kernel's first plan (no relation to the *persistent kernels* of lesson 6); for wider
+#   rows, a loop. In the solution's run yours led at four widths of five (3537 against 2424 GB/s at
+#   1024, 3231 against 1647 at 16384) and trailed at 8192 (2213 against 2534). Timed on twice the
+#   elements, as `make bench` in the course's repository does, the two are level at 1024 and 16384
+#   (0.98x and 0.96x of compile's speed) and yours leads at 2048 to 8192 (1.02x to 1.38x).
 # - **Forward + backward.** Your backward reads `x` and `dy` and writes `dx`, plus the partial
 #   sums, which are small next to the rest (one row of `N` fp32 numbers per 64 rows). Its kernels keep
-#   up with PyTorch's (timed alone on an H200, 1.0x to 1.5x PyTorch's backward), but through your
-#   `autograd.Function` the plot may show far less (0.28x to 0.45x on that H200): each backward is a
+#   up with PyTorch's (timed alone on an H200, 1.0x to 2.3x PyTorch's backward), but through your
+#   `autograd.Function` the plot may show far less (0.26x to 0.47x on that H200): each backward is a
 #   Python function that reshapes, allocates and launches three kernels, and on that machine
 #   issuing it took more CPU time (0.2 to 0.4 ms) than the kernels took on the GPU. At these sizes
 #   the plot then times Python, not your kernels; PyTorch's backward is one call into C++.

@@ -752,7 +752,7 @@ if not ON_GPU:
 #
 # What to expect on an H200: no clear winner. In the reference solution's runs the two orders came
 # out within run-to-run noise of each other (grouped at 0.90x to 1.04x of row-major's speed over
-# four runs), although `B` does not fit in L2 here. Even if every wave of row-major order read all
+# five runs), although `B` does not fit in L2 here. Even if every wave of row-major order read all
 # of `B` from memory again, that would be at most about 2 GB (4096 tiles in waves of 132 programs or
 # more: at most 32 waves, 64 MB each), about 0.5 ms at 4.2 TB/s, less than the 0.9 ms the arithmetic
 # takes at 600 TFLOP/s: the re-reads hide behind the tensor cores. Grouping pays where the panels
@@ -1071,7 +1071,7 @@ del x, weight, bias
 # The plot compares it with your `matmul_tuned` and your `matmul` (fixed 64 x 64 tiles) on square
 # fp16 products. On an H200, the reference answer (this kernel, grouped order, the seven
 # configurations above) measured 0.87x to 0.91x cuBLAS's TFLOP/s at 4096 and 0.96x to 1.06x at
-# 8192, over four runs (three in fp16 and bf16, one in fp16); cuBLAS's own figure moved by a tenth
+# 8192, over five runs (three in fp16 and bf16, two in fp16); cuBLAS's own figure moved by a tenth
 # from run to run. That is within about a tenth of cuBLAS in about forty lines of Python. The rest is the schedule,
 # not the instructions: on Hopper `tl.dot` already compiles to the same warp-group tensor-core
 # instructions cuBLAS uses, but cuBLAS runs persistent, warp-specialised kernels fed by the tensor

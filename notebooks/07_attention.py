@@ -399,7 +399,7 @@ check_choice(answer_rescale, "answer_rescale", expected="b",
 #   strides for every tensor, as lesson 6 did; here the wrapper calls `.contiguous()`. That is free
 #   for tensors that already are, but a model's `(B, N, H, d)` projections seen as `(B, H, N, d)`
 #   through `.transpose(1, 2)` are not: then it copies `Q`, `K` and `V`, about 100 MB read and
-#   written at exercise 5's size, some 25 microseconds on an H200, 7% of the 0.34 ms the kernel
+#   written at exercise 5's size, some 25 microseconds on an H200, 7% of the 0.35 ms the kernel
 #   takes.) Use `tl.program_id(1).to(tl.int64)` for the head's offset: 32 heads of 16384 x 128
 #   numbers already reach 2^26 elements, and a batch 32 times larger would hold 2^31, as many as
 #   int32 offsets can count: any more and they overflow.
