@@ -1,5 +1,7 @@
 """benchmarks/calibrate.py stays in step with the lessons: every variant it times still applies to
-today's notebooks, and it names a lesson's real performance test. (It times on a GPU only.)"""
+today's notebooks, and it names a lesson's real performance test. benchmarks/anchors.py's variants
+compute what the lessons' kernels compute. (Both time on a GPU only.)"""
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,3 +31,13 @@ def test_every_variant_applies_and_changes_the_answers(lesson):
             assert [c.source for c in notebook.cells] != [c.source for c in like.cells], label
             assert all(notebook.cells[i].source == c.source for i, c in enumerate(like.cells)
                        if c.id not in variant["edits"]), label
+
+
+def test_the_anchors_variants_compute_what_the_lessons_compute():
+    """anchors.py times the lessons' kernels beside textbook layouts and other launches; each must
+    give the lesson's answer (checked against torch on small shapes, under the interpreter here)."""
+    run = subprocess.run([sys.executable, str(calibrate.ROOT / "benchmarks" / "anchors.py"), "--check"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "matmul: every layout computes a @ b" in run.stdout, run.stdout
+    assert "layer norm: every variant matches torch, forward and backward" in run.stdout, run.stdout
