@@ -389,18 +389,19 @@ def add(x, y):
         "reason": "not graded, handed in beside the notebook (only the notebook is graded): numpy.py, torch.py",
     },
     "fork_bomb": {
-        "about": "forks 100000 sleeping children in the add cell: the sandbox's process limit stops it",
+        # The forks are in add itself, so that every test calling it meets them: forked once at the
+        # top of the cell, a correct add could pass the next test before the sandbox is killed, or
+        # not, depending on how busy the machine is.
+        "about": "forks 100000 sleeping children each time add is called: the sandbox's process limit stops it",
         "answers": "solution",
-        "edits": {"add": [["    return out", '''    return out
+        "edits": {"add": [["    return out", '''    import os
+    import time
 
-
-import os
-import time
-
-for _ in range(100000):
-    if os.fork() == 0:
-        time.sleep(30)
-        os._exit(0)''']]},
+    for _ in range(100000):
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+    return out''']]},
         "fails": ["test_add", "test_add_hidden", "test_add_performance"],
         "status": "stopped",
         "reason": "too many processes",
