@@ -45,14 +45,10 @@ def ms(fn):
 
 
 # ---------------------------------------------------------------------------------------------
-# matmul: two textbook layouts of 06's kernel
+# matmul: two textbook layouts of 06's kernel, in 06's grouped order
 
-@triton.jit
-def _grouped_tile(pid, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
-    per_group = GROUP_M * num_pid_n
-    first = (pid // per_group) * GROUP_M
-    rows = min(num_pid_m - first, GROUP_M)
-    return first + (pid % per_group) % rows, (pid % per_group) // rows
+MATMUL_LESSON = bench.answers("06_matmul")
+tile_of_program = MATMUL_LESSON["tile_of_program"]  # the lesson's own (a jitted function the layouts call)
 
 
 @triton.jit
@@ -67,7 +63,7 @@ def _store_tile(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BLOCK_M: t
 def matmul_recomputed(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """Masks on M, N and K; the pointers computed afresh at every step of K (nothing carried)."""
-    pid_m, pid_n = _grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    pid_m, pid_n = tile_of_program(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -85,7 +81,7 @@ def matmul_recomputed(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride
 def matmul_tutorial(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """Triton's matmul tutorial's layout: rows and columns wrapped with %, contiguity hints, masks on K only."""
-    pid_m, pid_n = _grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    pid_m, pid_n = tile_of_program(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     offs_am = tl.max_contiguous(tl.multiple_of((pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M, BLOCK_M), BLOCK_M)
     offs_bn = tl.max_contiguous(tl.multiple_of((pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N, BLOCK_N), BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -109,7 +105,7 @@ def launch_matmul(kernel, a, b, c, config):
 
 
 def matmul_section(check):
-    lesson = bench.answers("06_matmul")
+    lesson = MATMUL_LESSON
     layouts = {"lesson": lesson["matmul_kernel"], "recomputed": matmul_recomputed, "tutorial": matmul_tutorial}
     if check:
         for name, kernel in layouts.items():
