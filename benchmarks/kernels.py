@@ -77,6 +77,18 @@ def time_or_none(kit, fn, graphed=False):
         return None
 
 
+def in_turns(kit, calls, rounds=3, graphed=False):
+    """{key: median milliseconds} of calls timed in turns, `rounds` times (None for one that failed):
+    an H200's clock follows its power draw, and one implementation timed after another sees another
+    clock (cuBLAS alone moved by a tenth within one run; torch.compile's layer norm by a third
+    between two runs of a day), so each is compared with the others measured around it."""
+    runs = {key: [] for key in calls}
+    for _ in range(rounds):
+        for key, fn in calls.items():
+            runs[key].append(time_or_none(kit, fn, graphed))
+    return {key: statistics.median(t) if None not in t else None for key, t in runs.items()}
+
+
 def vector_add(kit, lesson):
     rand = kit["rand"]
     rows = []
@@ -136,9 +148,8 @@ def layer_norm_fwd(kit, lesson):
         torch_norm = lambda: F.layer_norm(x, (width,), weight, bias)  # noqa: E731
         norm_compiled = compiled(lambda t: F.layer_norm(t, (width,), weight, bias))  # one per shape
         with torch.no_grad():
-            times = {"ours": time_or_none(kit, lambda: lesson["layer_norm_forward"](x, weight, bias)),
-                     "eager": time_or_none(kit, torch_norm),
-                     "compile": time_or_none(kit, norm_compiled and (lambda: norm_compiled(x)))}
+            times = in_turns(kit, {"ours": lambda: lesson["layer_norm_forward"](x, weight, bias), "eager": torch_norm,
+                                   "compile": norm_compiled and (lambda: norm_compiled(x))})
         rows.append((f"{x.shape[0]}x{width}", 2 * x.numel() * x.element_size(), times))
     return "layer norm forward, fp16, 2^26 elements (GB/s, one read, one write)", rows
 
@@ -157,7 +168,7 @@ def layer_norm_bwd(kit, lesson):
         with torch.no_grad():
             _, mean, rstd = lesson["layer_norm_forward"](x, weight, bias)
         norm_compiled = compiled(lambda t, w, b: F.layer_norm(t, (width,), w, b))  # one per shape
-        times = {"ours": time_or_none(kit, lambda: lesson["layer_norm_backward"](dy, x, weight, mean, rstd))}
+        calls = {"ours": lambda: lesson["layer_norm_backward"](dy, x, weight, mean, rstd)}
         for key, forward in {"eager": lambda: F.layer_norm(x, (width,), weight, bias),
                              "compile": norm_compiled and (lambda: norm_compiled(x, weight, bias))}.items():
             try:
@@ -165,9 +176,9 @@ def layer_norm_bwd(kit, lesson):
             except Exception as error:
                 print(f"  failed: {type(error).__name__}: {str(error).splitlines()[0][:120]}")
                 y = None
-            times[key] = time_or_none(kit, y is not None and (
-                lambda y=y: torch.autograd.grad(y, (x, weight, bias), dy, retain_graph=True)))
-            del y
+            calls[key] = y is not None and (lambda y=y: torch.autograd.grad(y, (x, weight, bias), dy, retain_graph=True))
+        times = in_turns(kit, calls)
+        del calls, y
         rows.append((f"{x.shape[0]}x{width}", 3 * x.numel() * x.element_size(), times))
     return "layer norm backward, fp16, 2^26 elements (GB/s, read x and dy, write dx)", rows
 
@@ -178,19 +189,14 @@ def matmul(kit, lesson, dtype="float16", rounds=3):
     CUDA graphs: at 2048 a product lasts about 28 us on an H200, less than Python takes to issue the
     autotuner's launch, so timing calls one by one measured the host (docs/benchmarks.md). The three
     take turns, `rounds` times, and each keeps its median: an H200's clock follows its power draw,
-    and cuBLAS alone moved by a tenth within one run."""
+    and cuBLAS alone moved by a tenth within one run (see in_turns)."""
     torch, rand = kit["torch"], kit["rand"]
     rows = []
     for side in (1024, 2048, 4096, 8192):
         a, b = rand(side, side, dtype=getattr(torch, dtype)), rand(side, side, dtype=getattr(torch, dtype))
         product_compiled = compiled(lambda a, b: a @ b)
-        calls = {"ours": lambda: lesson["matmul_tuned"](a, b), "eager": lambda: torch.matmul(a, b),
-                 "compile": product_compiled and (lambda: product_compiled(a, b))}
-        runs = {key: [] for key in calls}
-        for _ in range(rounds):
-            for key, fn in calls.items():
-                runs[key].append(time_or_none(kit, fn, graphed=True))
-        times = {key: statistics.median(t) if None not in t else None for key, t in runs.items()}
+        times = in_turns(kit, {"ours": lambda: lesson["matmul_tuned"](a, b), "eager": lambda: torch.matmul(a, b),
+                               "compile": product_compiled and (lambda: product_compiled(a, b))}, rounds, graphed=True)
         rows.append((f"{side}^3", 2 * side ** 3, times))
     return f"matmul, {dtype}, square (TFLOP/s, CUDA graphs; eager torch is cuBLAS)", rows, "TFLOP/s"
 
