@@ -12,7 +12,9 @@ runs every variant once on small shapes against torch instead (under the interpr
   its pointers at every step of K), fp16 and bf16 at 2048, 4096 and 8192, against cuBLAS measured
   before, between and after them.
 - layernorm: 05's forward kernel with 1 to 16 warps at every width, against F.layer_norm and
-  torch.compile (make bench's rows).
+  torch.compile (make bench's rows); a forward that normalizes several rows per program (for narrow
+  rows), and the sample class's Welford kernel (statistics in one loop, a second to normalize) in
+  blocks narrower than the row.
 - layernorm-backward: 05's backward kernel with 2 to 16 programs per multiprocessor and 4 to 16
   warps, and a backward that loops over the row (for rows too wide for one block in registers).
 """
@@ -153,6 +155,55 @@ def layer_norm_forward(lesson, x, weight, bias, warps, eps=1e-5):
                                                RMS_NORM=False, num_warps=warps)
     return y, mean, rstd
 
+@triton.jit
+def layer_norm_fwd_rows(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, n_rows, n_cols, eps,
+                        ROWS: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    """05's one-read forward for ROWS rows per program (a [ROWS, BLOCK_SIZE] tile): fewer, larger
+    programs for rows of a few kilobytes."""
+    rows = tl.program_id(axis=0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    offsets = rows[:, None].to(tl.int64) * n_cols + cols[None, :]
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=1) / n_cols
+    centered = tl.where(mask, x - mean[:, None], 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(centered * centered, axis=1) / n_cols + eps)
+    w = tl.load(w_ptr + cols, mask=cols < n_cols).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=cols < n_cols).to(tl.float32)
+    y = centered * rstd[:, None] * w[None, :] + b[None, :]
+    tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(mean_ptr + rows, mean, mask=rows < n_rows)
+    tl.store(rstd_ptr + rows, rstd, mask=rows < n_rows)
+
+
+def layer_norm_forward_rows(x, weight, bias, rows, warps, eps=1e-5):
+    n_rows, n_cols = x.shape
+    y, mean = torch.empty_like(x), torch.empty(n_rows, dtype=torch.float32, device=x.device)
+    rstd = torch.empty_like(mean)
+    layer_norm_fwd_rows[(triton.cdiv(n_rows, rows),)](x, y, weight, bias, mean, rstd, n_rows, n_cols, eps, ROWS=rows,
+                                                      BLOCK_SIZE=triton.next_power_of_2(n_cols), num_warps=warps)
+    return y, mean, rstd
+
+
+def welford_forward(welford, x, weight, bias, block, warps, eps=1e-5):
+    """The sample class's Welford kernel (ida's) in blocks of `block` columns."""
+    n_rows, n_cols = x.shape
+    y, mean = torch.empty_like(x), torch.empty(n_rows, dtype=torch.float32, device=x.device)
+    rstd = torch.empty_like(mean)
+    welford[(n_rows,)](x, y, weight, bias, mean, rstd, x.stride(0), y.stride(0), n_cols, eps,
+                       BLOCK_SIZE=block, RMS_NORM=False, num_warps=warps)
+    return y, mean, rstd
+
+
+def welford_kernel():
+    """ida's layer_norm_fwd_kernel (samples/05_layernorm.py), loaded as calibrate.py loads a variant."""
+    sys.path.insert(0, str(bench.ROOT))
+    from autograder.course import Course
+    from autograder.samples import load_samples, make_submission
+    course = Course(bench.ROOT)
+    notebook = make_submission(course, "05_layernorm", load_samples(course, "05_layernorm")["ida"])
+    return bench.answers("05_layernorm", notebook, "ida")["layer_norm_fwd_kernel"]
+
 
 @triton.jit
 def layer_norm_bwd_looped(x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_partial_ptr, db_partial_ptr,
@@ -212,6 +263,7 @@ def layer_norm_backward(lesson, kernel, dy, x, weight, mean, rstd, programs, war
 
 def layer_norm_section(check, backward):
     lesson = bench.answers("05_layernorm")
+    welford = welford_kernel()
     if check:
         for n_rows, n_cols in ((7, 300), (5, 64), (9, 1000)):
             x, weight, bias, dy = (kit["rand"](*shape) for shape in ((n_rows, n_cols), (n_cols,), (n_cols,),
@@ -219,7 +271,12 @@ def layer_norm_section(check, backward):
             leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
             F.layer_norm(leaves[0], (n_cols,), leaves[1], leaves[2]).backward(dy)
             y, mean, rstd = layer_norm_forward(lesson, x, weight, bias, warps=2)
-            kit["check_output"](y, F.layer_norm(x, (n_cols,), weight, bias), name="the forward, 2 warps")
+            expected = F.layer_norm(x, (n_cols,), weight, bias)
+            kit["check_output"](y, expected, name="the forward, 2 warps")
+            kit["check_output"](layer_norm_forward_rows(x, weight, bias, rows=4, warps=2)[0], expected,
+                                name="the forward, 4 rows per program")
+            kit["check_output"](welford_forward(welford, x, weight, bias, block=128, warps=2)[0], expected,
+                                name="ida's Welford forward, blocks of 128")
             for kernel, block in ((lesson["layer_norm_bwd_kernel"], None), (layer_norm_bwd_looped, 128)):
                 got = layer_norm_backward(lesson, kernel, dy, x, weight, mean, rstd, programs=3, warps=4, block=block)
                 for value, leaf, name in zip(got, leaves, ("dx", "dw", "db")):
@@ -237,17 +294,23 @@ def layer_norm_section(check, backward):
         x, weight, bias = (t.detach() for t in bench.layer_norm_inputs(kit, width))
         results = []
         if not backward:
-            for warps in (1, 2, 4, 8, 16):
-                if 32 * warps <= width <= 4096 * warps:
-                    t = ms(lambda: layer_norm_forward(lesson, x, weight, bias, warps))
-                    results.append((2 * x.numel() * 2 / t / 1e6, f"{warps} warps"))
+            launches = [(f"lesson's kernel, {warps} warps", lambda warps=warps: layer_norm_forward(
+                lesson, x, weight, bias, warps)) for warps in (1, 2, 4, 8, 16) if 32 * warps <= width <= 4096 * warps]
+            launches += [(f"{rows} rows per program, {warps} warps", lambda rows=rows, warps=warps:
+                          layer_norm_forward_rows(x, weight, bias, rows, warps)) for rows in (2, 4, 8)
+                         for warps in (2, 4, 8, 16) if rows * width <= 16384 and 32 * warps <= rows * width <= 4096 * warps]
+            launches += [(f"Welford in blocks of {block}, {warps} warps", lambda block=block, warps=warps:
+                          welford_forward(welford, x, weight, bias, block, warps)) for block in (1024, 2048, 4096)
+                         for warps in (4, 8, 16) if block < width and 32 * warps <= block]
+            for name, launch in launches:
+                results.append((2 * x.numel() * 2 / ms(launch) / 1e6, name))
         else:
             dy = kit["rand"](*x.shape, dtype=x.dtype)
             _, mean, rstd = lesson["layer_norm_forward"](x, weight, bias)
             launches = [(lesson["layer_norm_bwd_kernel"], None, per_sm, warps) for per_sm in (2, 4, 8, 16)
                         for warps in (4, 8, 16) if 32 * warps <= width <= 2048 * warps]
-            launches += [(layer_norm_bwd_looped, block, per_sm, warps) for per_sm in (2, 4) for warps in (4, 8)
-                         for block in (1024, 2048) if block < width]
+            launches += [(layer_norm_bwd_looped, block, per_sm, warps) for per_sm in (2, 4) for warps in (4, 8, 16)
+                         for block in (1024, 2048, 4096) if block < width and 32 * warps <= block]
             for kernel, block, per_sm, warps in launches:
                 t = ms(lambda: layer_norm_backward(lesson, kernel, dy, x, weight, mean, rstd, per_sm * sms, warps, block))
                 name = "lesson's kernel" if block is None else f"looped, blocks of {block}"
