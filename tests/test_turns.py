@@ -112,30 +112,6 @@ def test_plotted_measurements_do_not_spend_the_share_of_graded_ones(tmp_path):
     assert not [t for t in ticks if began < t < ended], "the neighbour ran during the graded turn"
 
 
-NESTED = ("import importlib.util, time\n"
-          "from autograder import kit\n"
-          "spec = importlib.util.spec_from_file_location('notebooks_copy', kit.__file__)\n"
-          "copy = importlib.util.module_from_spec(spec)\n"
-          "spec.loader.exec_module(copy)  # a second copy of the kit, as a notebook holds beside the sealed one\n"
-          "copy._GRADER.update(kit._GRADER)  # which the grader told where its turns are\n"
-          "with kit.exclusive_gpu():\n"
-          "    start = time.time()\n"
-          "    with copy._grader_turn(b's'):\n"
-          "        print('nested turn after', round(time.time() - start, 2), flush=True)")
-
-
-def test_a_turn_asked_for_inside_the_held_one_is_granted_at_once(tmp_path):
-    """A student's function that calls its own copy of the kit's timer inside a test's timed
-    section asks for a turn while the sealed copy holds one. Queued behind it, the request waited
-    until the grader took the held turn back (30 s on an H200, every other notebook paused, and the
-    notebook's share of turns spent); it is granted at once, inside the held turn."""
-    nb, status, ticks = _grade_with_turns(tmp_path, [NESTED], hold=5.0)
-    assert status["ended"] == "finished", status
-    text = _outputs(nb.cells[0])
-    waited = float(re.search(r"nested turn after ([0-9.]+)", text).group(1))
-    assert waited < 2.0 and "held the GPU for too long" not in text, text
-
-
 def test_the_batch_grades_on_a_gpu_slot_through_its_turns(course, tmp_path, capsys):
     """The whole pipeline with a GPU slot: the sockets reach the sandboxes and the graded timing of a
     correct notebook gets its exclusive turn (without a GPU the notebook falls back to the

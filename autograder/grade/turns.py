@@ -15,14 +15,7 @@ exclusive turns add up to more than `budget` seconds is refused further ones (b"
 have a budget of their own, so that a notebook's plotted measurements never spend the time its
 graded ones need; a refused shared turn is no failure: the kit measures without one (an exclusive
 turn elsewhere still pauses it, so it never shares the GPU with a graded measurement).
-
-A notebook holds two copies of the kit, its own and the tests' sealed one, each asking for turns. A
-turn asked for by the sandbox that holds the current one (the student's code calling its kit's
-timer inside a test's timed section) is granted at once, inside the held turn: queued behind it, it
-would wait until the turn was taken back, `hold` seconds with every other notebook paused. Other
-sandboxes' requests that arrive meanwhile wait their turn, in order.
 """
-import collections
 import contextlib
 import os
 import select
@@ -36,7 +29,6 @@ from statistics import median_high
 from pathlib import Path
 
 STOPPED_STATES = {"T", "t", "Z", "X"}  # stopped, traced, or gone: runs nothing on the GPU
-_Asked = collections.namedtuple("_Asked", "connection sandbox")  # a request accepted during a turn
 
 
 def _stat(pid):
@@ -108,16 +100,14 @@ class GpuTurns:
             thread.join(timeout=5)
 
     def _serve(self, gpu, listener):
-        waiting = collections.deque()  # requests accepted during a turn, from other sandboxes
         while True:
-            asked = waiting.popleft() if waiting else None
             try:
-                connection = asked.connection if asked else listener.accept()[0]
+                connection, _ = listener.accept()
             except OSError:  # closed: the batch is over
                 return
             with connection:
                 with contextlib.suppress(OSError):
-                    self._turn(gpu, connection, listener, waiting, asked)
+                    self._turn(gpu, connection)
 
     def _sandbox_of(self, pid, workers):
         """The root of the sandbox that `pid` runs in (a worker's child), or None. Walks up from pid
@@ -151,34 +141,14 @@ class GpuTurns:
             if all(_state(pid) in STOPPED_STATES for pid in stopped) or time.monotonic() > give_up:
                 return
 
-    def _sandbox_asking(self, connection, gpu):
-        """The root of the sandbox that a request comes from (None: not one of this GPU's)."""
+    def _turn(self, gpu, connection):
+        connection.settimeout(5)
         pid, _, _ = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                                               struct.calcsize("3i")))
-        return self._sandbox_of(pid, set(self.members(gpu)))
-
-    def _arrived(self, gpu, listener, own, waiting):
-        """A request that came while `own` holds a turn: granted at once if `own` asked, else queued
-        (unread: its sender may have been paused before it sent the kind of turn it wants)."""
-        try:
-            other = listener.accept()[0]
-            sandbox = self._sandbox_asking(other, gpu)
-            if sandbox is None or sandbox != own:
-                waiting.append(_Asked(other, sandbox))
-                return
-            other.settimeout(5)
-            with other:
-                if other.recv(1) in (b"t", b"s"):
-                    other.sendall(b"g")  # inside the held turn, whose time counts already
-        except OSError:
-            return
-
-    def _turn(self, gpu, connection, listener, waiting, asked=None):
-        own = asked.sandbox if asked else self._sandbox_asking(connection, gpu)
-        connection.settimeout(5)
         kind = connection.recv(1)
         if kind not in (b"t", b"s"):
             return
+        own = self._sandbox_of(pid, set(self.members(gpu)))
         if own is None or self.used[own, kind] >= self.budget:
             connection.sendall(b"n")
             return
@@ -189,10 +159,7 @@ class GpuTurns:
                 self._freeze(gpu, own, stopped)
             connection.sendall(b"g")
             while True:
-                ready = select.select([connection, listener], [], [], 0.05)[0]
-                if listener in ready:
-                    self._arrived(gpu, listener, own, waiting)
-                if connection in ready:
+                if select.select([connection], [], [], 0.05)[0]:
                     if connection.recv(1) in (b"", b"d"):
                         return
                 elif time.monotonic() - started > self.hold:
