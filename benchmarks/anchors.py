@@ -146,14 +146,20 @@ def matmul_section(check):
 # ---------------------------------------------------------------------------------------------
 # layer norm: 05's kernels with other launches, and a backward that loops over the row
 
+def outputs(x):
+    """A forward's y, mean and rstd for rows x."""
+    mean = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    return torch.empty_like(x), mean, torch.empty_like(mean)
+
+
 def layer_norm_forward(lesson, x, weight, bias, warps, eps=1e-5):
     n_rows, n_cols = x.shape
-    y, mean = torch.empty_like(x), torch.empty(n_rows, dtype=torch.float32, device=x.device)
-    rstd = torch.empty_like(mean)
+    y, mean, rstd = outputs(x)
     lesson["layer_norm_fwd_kernel"][(n_rows,)](x, y, weight, bias, mean, rstd, x.stride(0), y.stride(0), n_cols, eps,
                                                BLOCK_SIZE=min(triton.next_power_of_2(n_cols), 16384),
                                                RMS_NORM=False, num_warps=warps)
     return y, mean, rstd
+
 
 @triton.jit
 def layer_norm_fwd_rows(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, n_rows, n_cols, eps,
@@ -178,8 +184,7 @@ def layer_norm_fwd_rows(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, n_rows, 
 
 def layer_norm_forward_rows(x, weight, bias, rows, warps, eps=1e-5):
     n_rows, n_cols = x.shape
-    y, mean = torch.empty_like(x), torch.empty(n_rows, dtype=torch.float32, device=x.device)
-    rstd = torch.empty_like(mean)
+    y, mean, rstd = outputs(x)
     layer_norm_fwd_rows[(triton.cdiv(n_rows, rows),)](x, y, weight, bias, mean, rstd, n_rows, n_cols, eps, ROWS=rows,
                                                       BLOCK_SIZE=triton.next_power_of_2(n_cols), num_warps=warps)
     return y, mean, rstd
@@ -188,8 +193,7 @@ def layer_norm_forward_rows(x, weight, bias, rows, warps, eps=1e-5):
 def welford_forward(welford, x, weight, bias, block, warps, eps=1e-5):
     """The sample class's Welford kernel (ida's) in blocks of `block` columns."""
     n_rows, n_cols = x.shape
-    y, mean = torch.empty_like(x), torch.empty(n_rows, dtype=torch.float32, device=x.device)
-    rstd = torch.empty_like(mean)
+    y, mean, rstd = outputs(x)
     welford[(n_rows,)](x, y, weight, bias, mean, rstd, x.stride(0), y.stride(0), n_cols, eps,
                        BLOCK_SIZE=block, RMS_NORM=False, num_warps=warps)
     return y, mean, rstd

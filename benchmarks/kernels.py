@@ -188,8 +188,7 @@ def matmul(kit, lesson, dtype="float16", rounds=3):
     its own kind: TFLOP/s, and no copy roof (ours / eager is the fraction of cuBLAS). Replayed from
     CUDA graphs: at 2048 a product lasts about 28 us on an H200, less than Python takes to issue the
     autotuner's launch, so timing calls one by one measured the host (docs/benchmarks.md). The three
-    take turns, `rounds` times, and each keeps its median: an H200's clock follows its power draw,
-    and cuBLAS alone moved by a tenth within one run (see in_turns)."""
+    take turns, `rounds` times, each keeping its median (in_turns)."""
     torch, rand = kit["torch"], kit["rand"]
     rows = []
     for side in (1024, 2048, 4096, 8192):
