@@ -7,6 +7,7 @@ import math
 import os
 import sys
 import time
+import types
 
 import numpy as np
 import torch
@@ -806,13 +807,18 @@ def _instrument(name):
     """The kit's instruments (bench_ms, copy_bandwidth) measure answers: one called by an answer under
     test (a time_gpu that returns bench_ms(fn)) has left its exercise to the kit. The call_answer
     running it is found on the stack, so that the notebook's copy of the kit tells the graded tests'
-    sealed copy (autograder/grade/seal.py), which shares its code."""
+    sealed copy (autograder/grade/seal.py), which shares its code, and the answer stops there."""
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code is _CALL_ANSWER:
             frame.f_locals["instruments"].append(name)
-            return
+            raise _InstrumentCalled(name)  # at once: the answer measures nothing, asks for no GPU turn
         frame = frame.f_back
+
+
+class _InstrumentCalled(BaseException):
+    """Stops an answer at its call of one of the kit's instruments (see _instrument); call_answer then
+    says why. Not an Exception, so that the answer's own `except Exception` does not carry on."""
 
 
 def call_answer(fn, *args, name=None, **kwargs):
@@ -867,7 +873,13 @@ def check_choice(answer, name, choices="abcd", expected=None, why=""):
 # Measuring. On a GPU, times are medians of many runs timed with CUDA events (triton.testing);
 # under the interpreter they are a few wall-clock runs and say nothing about GPUs.
 
-_TURN = {"held": False}
+_TURN = {"held": False}  # this copy's turn (a dict: the graded tests' sealed copy gets its own)
+# Whether the graded tests' copy holds a turn, for the notebook's copy to read: a student's function
+# that a test times inside its turn (a time_gpu written `with exclusive_gpu():`) must not queue for a
+# second turn behind the held one until the grader takes it back. Not a dict, so that the seal shares
+# it between the copies instead of copying it; only the tests' copy writes it, and only the
+# notebook's copy reads it, so a notebook that sets it changes none of its graded measurements.
+_TESTS_TURN = types.SimpleNamespace(held=False)
 
 
 @contextlib.contextmanager
@@ -877,7 +889,8 @@ def _grader_turn(kind):
     processes). Without the grader: nothing."""
     __tracebackhide__ = True
     path = _GRADER.get("COURSE_GPU_TURN")
-    if not path or _TURN["held"]:
+    graded = _GRADED_IN is not None  # the tests' sealed copy (seal.py sets it there)
+    if not path or _TURN["held"] or (_TESTS_TURN.held and not graded):
         yield
         return
     import socket
@@ -898,10 +911,14 @@ def _grader_turn(kind):
         if answer != b"g":
             _fail(f"The grader's GPU turn failed: {answer}. Ask your instructor: this is not your code.")
         _TURN["held"] = kind == b"t"
+        if graded:
+            _TESTS_TURN.held = _TURN["held"]
         try:
             yield
         finally:
             _TURN["held"] = False
+            if graded:
+                _TESTS_TURN.held = False
         turn.setblocking(False)
         with contextlib.suppress(OSError):
             if turn.recv(1) == b"r":

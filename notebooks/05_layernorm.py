@@ -567,10 +567,12 @@ with exclusive_gpu():  # under the grader, no other notebook runs on the GPU mea
     if ON_GPU:
         print(f"layer_norm_forward {gbps(nbytes, ours):.0f} GB/s, F.layer_norm {gbps(nbytes, theirs):.0f} GB/s.")
     check_bandwidth(gbps(nbytes, ours), 0.75, f"layer_norm_forward on {n_rows} x {n_cols} fp16",
-                    hint="Are the blocks large (1024 columns or more: small ones keep few loads in flight), "
-                         "and does the loop carry little from one trip to the next? Every vector it carries "
-                         "(Welford's running mean and M2 are two) costs registers in every thread, and fewer "
-                         "programs then fit on a multiprocessor: the cell above counts them.")
+                    hint="Does each program read its row once? A row of up to 16384 columns fits one block "
+                         "(BLOCK_SIZE = triton.next_power_of_2(n_cols)), as exercise 1 does it; blocks "
+                         "narrower than the row read it three times, and small ones keep few loads in flight. "
+                         "Where it loops, does the loop carry little from one trip to the next? Every vector it "
+                         "carries (Welford's running mean and M2 are two) costs registers in every thread, and "
+                         "fewer programs then fit on a multiprocessor: the cell above counts them.")
 
 
 # %% [markdown]

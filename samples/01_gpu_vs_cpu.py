@@ -3,8 +3,9 @@
 # Every expected failure is the same on a GPU and under the interpreter (a timer that forgets to
 # synchronize fails only on a GPU, so it is not a sample). The written_* cells are graded by hand:
 # they wait for a person, except in the untouched release, where nbgrader scores an unanswered
-# cell 0 at once. Samples marked "ci": False are graded by the demo only; CI keeps a kernel that
-# writes past the end (cy), a wrong timer (dee) and ida, a second correct answer to every exercise,
+# cell 0 at once. Samples marked "ci": False are graded by the demo only (a kernel that writes past
+# the end, cy, has its like in 02's cy); CI keeps a wrong timer (dee), a timer that calls the kit's
+# (hal) and ida, a second correct answer to every exercise,
 # written differently from the solutions (tests/test_second_answers.py checks that it covers them),
 # which must lose no points: a hidden test that rejects it rejects a valid answer.
 {
@@ -65,7 +66,7 @@ def scale_kernel(x_ptr, out_ptr, a, n_elements, BLOCK_SIZE: tl.constexpr):
                      "test_quiz_q2", "test_quiz_q3", "test_scale_kernel", "test_scale_kernel_hidden",
                      "test_time_gpu", "test_time_gpu_hidden", "written_crossover", "written_gpu_vs_branchy"],
            "why": {"test_time_gpu": "time_gpu is still the exercise stub", "test_quiz_q1": "answer_q1 is not set"}},
-    "cy": {"about": "scale_kernel without a mask", "answers": "solution",
+    "cy": {"ci": False, "about": "scale_kernel without a mask", "answers": "solution",
            "edits": {"scale_kernel": [[", mask=mask)", ")"]]},
            "fails": ["test_scale_kernel", "test_scale_kernel_hidden"],
            "why": {"test_scale_kernel": "past the end",
@@ -98,4 +99,21 @@ def scale_kernel(x_ptr, out_ptr, a, n_elements, BLOCK_SIZE: tl.constexpr):
             "why": {"test_time_gpu": "time_gpu calls the kit's bench_ms",
                     "test_time_gpu_hidden": "time_gpu calls the kit's bench_ms",
                     "test_add_bandwidth": "time_gpu calls the kit's bench_ms"}},
+    "ivy": {"about": "time_gpu times its runs inside exclusive_gpu(), as the lesson's own measurements "
+                     "do: correct (on a GPU grader the tests call it inside their own turn)",
+            "answers": "solution",
+            "replace": {"time_gpu": ("def time_gpu(fn, repeats=20):\n"
+                                     "    fn()\n"
+                                     "    runs = []\n"
+                                     "    with exclusive_gpu():\n"
+                                     "        for _ in range(repeats):\n"
+                                     "            if ON_GPU:\n"
+                                     "                torch.cuda.synchronize()\n"
+                                     "            start = time.perf_counter()\n"
+                                     "            fn()\n"
+                                     "            if ON_GPU:\n"
+                                     "                torch.cuda.synchronize()\n"
+                                     "            runs.append((time.perf_counter() - start) * 1e3)\n"
+                                     "    return float(np.median(runs))\n")},
+            "fails": [], "ci": False},
 }

@@ -607,6 +607,22 @@ def test_an_answer_that_calls_the_kits_instruments_is_told_so(instrument):
     kit.bench_ms(lambda: None)  # and the kit's instruments still serve the tests themselves
 
 
+def test_an_answer_that_calls_an_instrument_stops_there_whatever_it_catches():
+    """It measures nothing and asks for no GPU turn: inside a test's timed section on a GPU grader
+    such a request waited behind the test's own turn."""
+    measured = []
+
+    def time_gpu(fn, repeats=20):
+        try:
+            return kit.bench_ms(lambda: measured.append(1))
+        except Exception:
+            return 20.0
+
+    with pytest.raises(CheckFailed, match="time_gpu calls the kit's bench_ms"):
+        call_answer(time_gpu, lambda: None)
+    assert measured == []
+
+
 @triton.jit
 def add_through_memory(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):  # stores x + y, loads it back
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

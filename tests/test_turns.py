@@ -112,6 +112,42 @@ def test_plotted_measurements_do_not_spend_the_share_of_graded_ones(tmp_path):
     assert not [t for t in ticks if began < t < ended], "the neighbour ran during the graded turn"
 
 
+# The graded tests' sealed copy of the kit holds a turn and calls a student's function, which asks
+# its own copy (the notebook's) for one: an honest time_gpu written `with exclusive_gpu():`.
+NESTED = ("import importlib.util, time\n"
+          "from autograder import kit as notebooks_copy\n"
+          "spec = importlib.util.spec_from_file_location('tests_copy', notebooks_copy.__file__)\n"
+          "tests_copy = importlib.util.module_from_spec(spec)\n"
+          "spec.loader.exec_module(tests_copy)\n"
+          "tests_copy._GRADER.update(notebooks_copy._GRADER)  # told where the turns are, as the seal's copy is\n"
+          "tests_copy._GRADED_IN = 'interpreter'  # what the seal sets in its copy\n"
+          "tests_copy._TESTS_TURN = notebooks_copy._TESTS_TURN  # shared, as the seal leaves it\n"
+          "with tests_copy.exclusive_gpu():\n"
+          "    print('began', time.time(), flush=True)\n"
+          "    with notebooks_copy.exclusive_gpu():\n"
+          "        time.sleep(0.3)\n"
+          "    print('ended', time.time(), flush=True)\n"
+          "with notebooks_copy.exclusive_gpu():  # and outside the tests' turn it asks for one of its own\n"
+          "    print('began', time.time(), flush=True)\n"
+          "    time.sleep(0.3)\n"
+          "    print('ended', time.time(), flush=True)")
+
+
+def test_a_turn_asked_for_inside_the_tests_turn_goes_ahead_inside_it(tmp_path):
+    """Queued behind the tests' own turn, the student's request waited until the grader took that
+    turn back (30 s on an H200, every other notebook paused, the notebook's share spent) and the test
+    failed 'held the GPU for too long'. Inside the tests' turn the notebook's copy asks for none."""
+    nb, status, ticks = _grade_with_turns(tmp_path, [NESTED], hold=3.0)
+    assert status["ended"] == "finished", status
+    text = _outputs(nb.cells[0])
+    assert "held the GPU for too long" not in text and "Error" not in text, text
+    spans = [tuple(map(float, pair)) for pair in re.findall(r"began ([0-9.]+)\s+ended ([0-9.]+)", text)]
+    assert len(spans) == 2, text
+    assert spans[0][1] - spans[0][0] < 2.0, f"the nested request waited {spans[0][1] - spans[0][0]:.1f} s"
+    for began, ended in spans:
+        assert not [t for t in ticks if began < t < ended], "the neighbour ran during a turn"
+
+
 def test_the_batch_grades_on_a_gpu_slot_through_its_turns(course, tmp_path, capsys):
     """The whole pipeline with a GPU slot: the sockets reach the sandboxes and the graded timing of a
     correct notebook gets its exclusive turn (without a GPU the notebook falls back to the
