@@ -71,8 +71,11 @@ VARIANTS = {
             "num_warps = max(1, min(8, BLOCK_SIZE // 512))", "num_warps = 2"]]}},
         "three loops whatever the width (the course's reference before it read a row that fits once)": {
             "should": "pass", "edits": {"layer_norm_fwd_kernel": [["    if n_cols <= BLOCK_SIZE:", "    if n_cols < 0:"]]}},
-        "blocks of 1024 (four per row, three passes)": {"should": "pass", "edits": {"layer_norm_forward": [[
+        # A row that fits one block read three times, which exercise 1 teaches to avoid (the test's hint names it).
+        "blocks of 1024 (four per row, three passes)": {"should": "miss", "edits": {"layer_norm_forward": [[
             "BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 16384)", "BLOCK_SIZE = 1024"]]}},
+        "blocks of 2048 (two per row, three passes)": {"should": "pass", "edits": {"layer_norm_forward": [[
+            "BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 16384)", "BLOCK_SIZE = 2048"]]}},
         "sample ida's Welford kernel with the row in one block of 4096, 8 warps": {"should": "miss", "like": "ida", "edits": {
             "layer_norm_forward": [["min(triton.next_power_of_2(n_cols), 1024)", "min(triton.next_power_of_2(n_cols), 8192)"],
                                    ["warps = 4", "warps = max(1, min(16, block // 512))"]]}},
@@ -80,7 +83,8 @@ VARIANTS = {
             "BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 16384)", "BLOCK_SIZE = 256"]]}},
     }),
     "06_matmul": ("test_matmul_performance", {
-        "loads without other=, masked lanes zeroed with tl.where": {"should": "pass", "edits": {"matmul_kernel": [
+        # Every tile then comes through registers instead of straight into shared memory: 06 teaches it.
+        "loads without other=, masked lanes zeroed with tl.where": {"should": "miss", "edits": {"matmul_kernel": [
             ["        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - k), other=0.0)\n"
              "        b = tl.load(b_ptrs, mask=(offs_k[:, None] < K - k) & (offs_n[None, :] < N), other=0.0)\n",
              "        mask_a = (offs_m[:, None] < M) & (offs_k[None, :] < K - k)\n"
