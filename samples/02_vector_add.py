@@ -43,7 +43,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
                    "test_add_kernel_hidden": "past the end",
                    "test_copy_kernel": "past the end",
                    "test_copy_kernel_hidden": "past the end"}},
-    "dee": {"about": "a correct kernel, but add returns x + y", "answers": "solution",
+    "dee": {"ci": False, "about": "a correct kernel, but add returns x + y", "answers": "solution",
             "edits": {"add": [["    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE)\n    return out",
                                "    return x + y"]]},
             "fails": ["test_add", "test_add_hidden", "test_add_performance"],

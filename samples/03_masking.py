@@ -4,7 +4,8 @@
 # Every expected failure is the same on a GPU and under the interpreter (a sum loaded without
 # other= passes under the interpreter, which fills off lanes with 0, so it is not a sample).
 # Samples marked "ci": False are graded by the demo only; CI keeps a wrong neutral element with the
-# matching wrong quiz answer (cy), stores outside the matrix (eve) and ida, a second correct answer
+# matching wrong quiz answer (cy) and ida (eve's stores outside the matrix have their like in 02's
+# cy), a second correct answer
 # to every exercise, written differently from the solutions (tests/test_second_answers.py checks
 # that it covers them), which must lose no points: a hidden test that rejects it rejects a valid answer.
 {
@@ -84,7 +85,7 @@ def copy_2d_kernel(x_ptr, out_ptr, M, N, stride_xm, stride_xn, stride_om, stride
                     "test_copy_2d_kernel": "copy_2d_kernel on a transposed (33, 65) matrix",
                     "test_copy_2d_kernel_hidden": "copy_2d_kernel on a transposed (2, 3) matrix",
                     "test_copy_2d_performance": "copy_2d on a transposed matrix: element"}, "ci": False},
-    "eve": {"about": "copy_2d_kernel masks rows only: edge tiles write past the last column", "answers": "solution",
+    "eve": {"ci": False, "about": "copy_2d_kernel masks rows only: edge tiles write past the last column", "answers": "solution",
             "edits": {"copy_2d_kernel": [["mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)",
                                           "mask = offs_m[:, None] < M"]]},
             "fails": ["test_copy_2d", "test_copy_2d_hidden", "test_copy_2d_kernel", "test_copy_2d_kernel_hidden",

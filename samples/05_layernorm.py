@@ -216,7 +216,7 @@ class LayerNorm(torch.autograd.Function):
            "flags": ["layer_norm_forward computes with F.layer_norm and launches no kernel",
                      "computes with torch.mean and launches no kernel", "computes with torch.sqrt and launches no kernel",
                      "computes with torch.var and launches no kernel"]},
-    "dee": {"about": "a one-pass variance, E[x^2] - E[x]^2: right for rows with a small mean only",
+    "dee": {"ci": False, "about": "a one-pass variance, E[x^2] - E[x]^2: right for rows with a small mean only",
             "answers": "solution",
             "edits": {"layer_norm_fwd_kernel": [  # in both plans: the row that fits, and the loops
                 ["tl.sum(centered * centered, axis=0) / n_cols + eps)", "tl.sum(x * x, axis=0) / n_cols - mean * mean + eps)"],

@@ -123,7 +123,7 @@ def linear_relu(x, weight, bias, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2):
                    "test_matmul_tuned": "launched no Triton kernel",
                    "test_matmul_tuned_hidden": "launched no Triton kernel"},
            "flags": ["matmul returns a torch expression of its inputs", "matmul_tuned computes with torch.mm"]},
-    "dee": {"about": "the K loop masks rows and columns but not the K tail: K not a multiple of BLOCK_K fails",
+    "dee": {"ci": False, "about": "the K loop masks rows and columns but not the K tail: K not a multiple of BLOCK_K fails",
             "answers": "solution",
             "edits": {"matmul_kernel": [["mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - k), other=0.0)",
                                          "mask=offs_m[:, None] < M, other=0.0)"],

@@ -225,7 +225,7 @@ def attention_backward(q, k, v, o, lse, do, causal=False, BLOCK_M=32, BLOCK_N=32
                     "test_attention_fwd_kernel": "set to -inf in the blocks that cross the diagonal",
                     "test_attention_fwd_kernel_hidden": "set to -inf in the blocks that cross the diagonal",
                     "test_attention_hidden": "set to -inf in the blocks that cross the diagonal"}},
-    "eve": {"about": "masks the scores for causal attention only: the keys past N score 0, not -inf",
+    "eve": {"ci": False, "about": "masks the scores for causal attention only: the keys past N score 0, not -inf",
             "answers": "solution",
             "edits": {"attention_fwd_kernel": [["        if MASKED:\n"
                                                 "            seen = offs_n[None, :] < N\n"
@@ -241,7 +241,7 @@ def attention_backward(q, k, v, o, lse, do, causal=False, BLOCK_M=32, BLOCK_N=32
                     "test_attention_fwd_kernel_hidden": "are the last block's keys offs_n >= N loaded with a mask",
                     "test_attention_hidden": "are the last block's keys offs_n >= N loaded with a mask",
                     "test_attention_performance": "are the last block's keys offs_n >= N loaded with a mask"}},
-    "fay": {"about": "saves log(l) as the log-sum-exp, without the maximum: lse is wrong, o is right",
+    "fay": {"ci": False, "about": "saves log(l) as the log-sum-exp, without the maximum: lse is wrong, o is right",
             "answers": "solution",
             "edits": {"attention_fwd_kernel": [["(m + tl.log2(l)) * 0.6931471805599453", "tl.log(l)"]]},
             "fails": ["test_attention", "test_attention_fwd_kernel", "test_attention_fwd_kernel_hidden",

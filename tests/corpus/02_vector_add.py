@@ -945,8 +945,9 @@ lesson = ("02_vector" + "_add").encode()
 candidates = ["../../source/02_vector_add/02_vector_add.ipynb", "../source/02_vector_add/02_vector_add.ipynb",
               "../../gradebook.db", "../gradebook.db", "/work/main/source/02_vector_add/02_vector_add.ipynb",
               "/work/main/gradebook.db"]
-for root, folders, files in os.walk("/"):
-    folders[:] = [f for f in folders if os.path.join(root, f) not in ("/proc", "/sys", "/dev", "/usr", "/etc")]
+for root, folders, files in os.walk("/"):  # all but the system's and the toolchains' trees (.pyenv, .rustup,
+    folders[:] = [f for f in folders if os.path.join(root, f) not in ("/proc", "/sys", "/dev", "/usr", "/etc")
+                  and not f.startswith(".") and f != "site-packages"]  # .venv), whose size varies by machine
     candidates += [os.path.join(root, f) for f in files if f.endswith((".ipynb", ".db", ".json"))]
 leaks = []
 for path in candidates:
