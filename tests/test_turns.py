@@ -11,6 +11,7 @@ import sys
 
 import nbformat
 import pytest
+import torch
 
 from autograder.demo import demo
 from autograder.grade import sandbox
@@ -47,8 +48,10 @@ def _grade_with_turns(tmp_path, cells, hold=30.0, budget=60.0):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     try:
         with GpuTurns(tmp_path, [0], lambda gpu: [neighbour.pid, os.getpid()], hold, budget) as turns:
+            # On a GPU machine the sandbox is a GPU slot's, as the grader's is there: its memory is watched,
+            # not capped by address space, in which CUDA's libraries do not load.
             step = SandboxedExecute(gpu_turn=str(turns.path(0)), deadline=120, status_file=str(status),
-                                    memory_mb=4096, processes=64)
+                                    memory_mb=4096, processes=64, gpu="0" if torch.cuda.is_available() else "")
             nb, _ = step.preprocess(nb, {"metadata": {"path": str(folder)}})
     finally:
         for pid in descendants([neighbour.pid], process_tree()):
