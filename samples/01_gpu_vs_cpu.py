@@ -4,8 +4,8 @@
 # synchronize fails only on a GPU, so it is not a sample). The written_* cells are graded by hand:
 # they wait for a person, except in the untouched release, where nbgrader scores an unanswered
 # cell 0 at once. Samples marked "ci": False are graded by the demo only (a kernel that writes past
-# the end, cy, has its like in 02's cy); CI keeps a wrong timer (dee), a timer that calls the kit's
-# (hal) and ida, a second correct answer to every exercise,
+# the end, cy, has its like in 02's cy, the untouched release in 02's, 05's and 07's bo); CI keeps a
+# timer that calls the kit's (hal) and ida, a second correct answer to every exercise,
 # written differently from the solutions (tests/test_second_answers.py checks that it covers them),
 # which must lose no points: a hidden test that rejects it rejects a valid answer.
 {
@@ -60,7 +60,7 @@ def scale_kernel(x_ptr, out_ptr, a, n_elements, BLOCK_SIZE: tl.constexpr):
                 "quiz_q2": "answer_q2 = 'D'\n",
                 "quiz_q3": 'answer_q3 = "a "\n',
             }},
-    "bo": {"about": "the release, untouched", "answers": "release",
+    "bo": {"ci": False, "about": "the release, untouched", "answers": "release",
            "fails": ["test_add_bandwidth", "test_arithmetic_intensity", "test_bound", "test_bound_hidden",
                      "test_bytes_moved", "test_crossover", "test_crossover_hidden", "test_quiz_q1",
                      "test_quiz_q2", "test_quiz_q3", "test_scale_kernel", "test_scale_kernel_hidden",
@@ -71,7 +71,7 @@ def scale_kernel(x_ptr, out_ptr, a, n_elements, BLOCK_SIZE: tl.constexpr):
            "fails": ["test_scale_kernel", "test_scale_kernel_hidden"],
            "why": {"test_scale_kernel": "past the end",
                    "test_scale_kernel_hidden": "past the end"}},
-    "dee": {"about": "a timer that returns the mean, with no warm-up", "answers": "solution",
+    "dee": {"ci": False, "about": "a timer that returns the mean, with no warm-up", "answers": "solution",
             "edits": {"time_gpu": [["    fn()  # warm-up", "    pass  # no warm-up"],
                                    ["float(np.median(runs))", "float(np.mean(runs))"]]},
             "fails": ["test_time_gpu_hidden"],

@@ -60,7 +60,7 @@ def copy_2d_kernel(x_ptr, out_ptr, M, N, stride_xm, stride_xn, stride_om, stride
     return out
 """,
             }},
-    "bo": {"about": "the release, untouched", "answers": "release",
+    "bo": {"ci": False, "about": "the release, untouched", "answers": "release",
            "fails": ["test_copy_2d", "test_copy_2d_hidden", "test_copy_2d_kernel", "test_copy_2d_kernel_hidden",
                      "test_copy_2d_performance", "test_q_grid", "test_q_max_other", "test_q_min_other",
                      "test_row_max", "test_row_max_hidden", "test_row_sum", "test_row_sum_hidden",

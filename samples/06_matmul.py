@@ -101,7 +101,7 @@ def linear_relu(x, weight, bias, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2):
     return out
 """,
             }},
-    "bo": {"about": "the release, untouched", "answers": "release",
+    "bo": {"ci": False, "about": "the release, untouched", "answers": "release",
            "fails": ["test_linear_relu", "test_linear_relu_hidden", "test_matmul", "test_matmul_hidden",
                      "test_matmul_kernel", "test_matmul_kernel_hidden", "test_matmul_performance",
                      "test_matmul_tuned", "test_matmul_tuned_hidden", "test_q_k_tail", "test_tile_of_program",
