@@ -3,11 +3,11 @@
 # hand", except in the untouched release, where nbgrader scores an unanswered cell 0 at once.
 # Every expected failure is the same on a GPU and under the interpreter (a sum loaded without
 # other= passes under the interpreter, which fills off lanes with 0, so it is not a sample).
-# Samples marked "ci": False are graded by the demo only; CI keeps a wrong neutral element with the
-# matching wrong quiz answer (cy) and ida (eve's stores outside the matrix have their like in 02's
-# cy), a second correct answer
-# to every exercise, written differently from the solutions (tests/test_second_answers.py checks
-# that it covers them), which must lose no points: a hidden test that rejects it rejects a valid answer.
+# Samples marked "ci": False are graded by the demo only (eve's stores outside the matrix have their
+# like in 02's cy, the untouched release in 02's, 05's and 07's bo); CI keeps a wrong neutral element
+# with the matching wrong quiz answer (cy) and ida, a second correct answer to every exercise,
+# written differently from the solutions (tests/test_second_answers.py checks that it covers them),
+# which must lose no points: a hidden test that rejects it rejects a valid answer.
 {
     "ada": {"about": "a correct submission", "answers": "solution", "fails": []},
     "ida": {"about": "every answer written differently, all correct", "answers": "solution", "fails": [],
