@@ -35,7 +35,7 @@ DOC = ROOT / "docs" / "calibration.md"
 BEGIN, END = "<!-- calibration: begin (written by benchmarks/calibrate.py) -->", "<!-- calibration: end -->"
 
 # The tests' own words for the figure they grade: a fraction of the copy bandwidth, or of the vendor's speed.
-FIGURE = re.compile(r"(\d+)% of this device's copy bandwidth|: ([\d.]+)x (?:cuBLAS|SDPA)")
+FIGURE = re.compile(r"(\d+)% of this device's copy bandwidth|: ([\d.]+)x (?:cuBLAS|SDPA|torch\._scaled_mm)")
 
 # lesson -> (its performance test, {label: variant}); a variant is a sample (edits, replace, add_cells)
 # with "should": "pass" or "miss", and "like": a sample of the class whose answers it edits.
@@ -111,6 +111,18 @@ VARIANTS = {
                                                              "attention = partial(attention, BLOCK_M=64, BLOCK_N=32)"]]},
         "16 x 16 blocks": {"should": "miss", "add_cells": [["attention", "from functools import partial\n\n"
                                                              "attention = partial(attention, BLOCK_M=16, BLOCK_N=16)"]]},
+    }),
+    "08_hopper_matmul": ("test_tma_matmul_performance", {
+        "warp-specialised": {"should": "pass", "add_cells": [["tma_matmul", "from functools import partial\n\n"
+                                                              "tma_matmul = partial(tma_matmul, warp_specialize=True)"]]},
+        "128 x 128 x 64 tiles, 8 warps, 4 stages": {"should": "pass", "add_cells": [["tma_matmul", (
+            "from functools import partial\n\ntma_matmul = partial(tma_matmul, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, "
+            "GROUP_M=8, num_warps=8, num_stages=4)")]]},
+        "lesson 6's tiled kernel (pointer loads, one program per tile)": {"should": "pass", "add_cells": [
+            ["tma_matmul", "def tma_matmul(a, b):\n    return tiled_matmul(a, b)"]]},
+        "64 x 64 x 32 tiles": {"should": "miss", "add_cells": [["tma_matmul", (
+            "from functools import partial\n\ntma_matmul = partial(tma_matmul, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, "
+            "GROUP_M=8, num_warps=4, num_stages=3)")]]},
     }),
 }
 

@@ -225,10 +225,39 @@ def attention(kit, lesson, head_dim=64):
             {"eager": ("SDPA flash", "flash"), "compile": ("SDPA cuDNN", "cuDNN")})
 
 
+def hopper_matmul(kit, lesson, dtype="float16", rounds=3):
+    """Lesson 08's persistent TMA kernels against the vendor's library on square products, in turns
+    from CUDA graphs as 06's matmul (a launch through a descriptor allocates its scratch from torch,
+    which a graph records too; a call that cannot be graphed is timed plainly): fp16 and bf16 against
+    cuBLAS, FP8 (e4m3, rowwise scales) against torch._scaled_mm with use_fast_accum=True, each beside
+    the same kernel warp-specialised."""
+    torch, rand = kit["torch"], kit["rand"]
+    rows = []
+    for side in (4096, 8192):
+        if dtype == "float8_e4m3fn":
+            x8, w8, x_scale, w_scale = lesson["quantized_pair"](side, side, side)
+            calls = {"ours": lambda: lesson["fp8_linear"](x8, w8, x_scale, w_scale),
+                     "eager": lambda: torch._scaled_mm(x8, w8.t(), scale_a=x_scale[:, None], scale_b=w_scale[None, :],
+                                                       out_dtype=torch.bfloat16, use_fast_accum=True),
+                     "compile": lambda: lesson["fp8_linear"](x8, w8, x_scale, w_scale, warp_specialize=True)}
+        else:
+            a, b = rand(side, side, dtype=getattr(torch, dtype)), rand(side, side, dtype=getattr(torch, dtype))
+            calls = {"ours": lambda: lesson["tma_matmul"](a, b), "eager": lambda: torch.matmul(a, b),
+                     "compile": lambda: lesson["tma_matmul"](a, b, warp_specialize=True)}
+        times = in_turns(kit, calls, rounds, graphed=True)
+        times.update(in_turns(kit, {key: calls[key] for key, t in times.items() if t is None}, rounds))
+        rows.append((f"{side}^3", 2 * side ** 3, times))
+    vendor = "torch._scaled_mm" if dtype == "float8_e4m3fn" else "cuBLAS"
+    return (f"Hopper matmul (lesson 08), {dtype}, square (TFLOP/s, CUDA graphs)", rows, "TFLOP/s",
+            {"eager": (vendor, vendor), "compile": ("ours, warp_specialize=True", "WS")})
+
+
 BENCHMARKS = {"02_vector_add": [vector_add], "04_fusion": [ten_ops, softmax],
               "05_layernorm": [layer_norm_fwd, layer_norm_bwd],
               "06_matmul": [matmul, functools.partial(matmul, dtype="bfloat16")],
-              "07_attention": [attention, functools.partial(attention, head_dim=128)]}
+              "07_attention": [attention, functools.partial(attention, head_dim=128)],
+              "08_hopper_matmul": [hopper_matmul, functools.partial(hopper_matmul, dtype="bfloat16"),
+                                   functools.partial(hopper_matmul, dtype="float8_e4m3fn")]}
 UNITS = {"GB/s": 1e9, "TFLOP/s": 1e12}  # a row's work (bytes, operations) per second, in the unit
 # What a section compares with, unless it says: the column's name, and its short name in the ratios.
 LABELS = {"eager": ("eager torch", "eager"), "compile": ("torch.compile", "compile")}
