@@ -316,11 +316,15 @@ def check_matmul(answer, a, b, **kwargs):
         out = call_answer(answer, a, b, name=name, **kwargs)
     expect_launched(launches, what, out)
     atol, rtol = matmul_tolerance(a.dtype, a.shape[1])
-    K_tail = kwargs.get("BLOCK_K", launch_config(a.dtype)["BLOCK_K"])
-    hint = (f"K = {a.shape[1]} is not a multiple of BLOCK_K = {K_tail}: are the lanes past K masked in both loads, "
-            "with other=0.0?" if a.shape[1] % K_tail else
-            "Does each program visit the tiles pid, pid + NUM_SMS, ... (the step of tl.range), take each "
+    block_k = kwargs.get("BLOCK_K", launch_config(a.dtype)["BLOCK_K"])
+    hint = ("Does each program visit the tiles pid, pid + NUM_SMS, ... (the step of tl.range), take each "
             "tile's (pid_m, pid_n) from tile_of_program, and start each tile's accumulator at zero?")
+    if "tma" in name:
+        hint += (" Are the descriptors' shapes [M, K], [K, N] and [M, N], with the leading strides passed, and "
+                 "the blocks loaded at [pid_m * BLOCK_M, k] and [k, pid_n * BLOCK_N]?")
+    elif a.shape[1] % block_k:
+        hint = (f"K = {a.shape[1]} is not a multiple of BLOCK_K = {block_k}: are the lanes past K masked in both "
+                f"loads, with other=0.0? {hint}")
     check_output(out, (a.float() @ b.float()).to(a.dtype), name=what, inputs=untouched, atol=atol, rtol=rtol,
                  hint=hint)
     return launches
@@ -336,6 +340,9 @@ for dtype in matmul_dtypes():
     check_matmul(persistent_matmul, matrix(33, 47, dtype), matrix(47, 65, dtype), **dict(SMALL_TILES))
     check_matmul(persistent_matmul, matrix(200, 70, dtype), matrix(70, 130, dtype), **dict(SMALL_TILES))
     check_matmul(persistent_matmul, matrix(200, 70, dtype), matrix(70, 130, dtype), flatten=True, **dict(SMALL_TILES))
+# More tiles than programs on any GPU: 3 * NUM_SMS + 6 tiles of 32 x 32.
+check_matmul(persistent_matmul, matrix(32 * multiprocessors() + 33, 40, matmul_dtypes()[0]), matrix(40, 65, matmul_dtypes()[0]),
+             **dict(SMALL_TILES))
 check_matmul(persistent_matmul, matrix(65, 40, matmul_dtypes()[0], "transposed"), matrix(40, 33, matmul_dtypes()[0]))
 print("persistent_matmul is right on shapes with tails, more tiles than programs, flattened or not, "
       "and a transposed A.")
@@ -544,6 +551,8 @@ for dtype in matmul_dtypes():
     check_matmul(tma_matmul, matrix(200, 72, dtype), matrix(72, 130, dtype), **dict(SMALL_TILES))
     if warp_specializes(dtype):
         check_matmul(tma_matmul, matrix(200, 72, dtype), matrix(72, 130, dtype), warp_specialize=True, **dict(SMALL_TILES))
+check_matmul(tma_matmul, matrix(32 * multiprocessors() + 33, 48, matmul_dtypes()[0]), matrix(48, 65, matmul_dtypes()[0]),
+             **dict(SMALL_TILES))  # more tiles than programs on any GPU
 print("tma_matmul is right on shapes with tails in every dimension (K's aligned), with more tiles than programs"
       + (", warp-specialised too." if warp_specializes(matmul_dtypes()[0]) else "."))
 
@@ -886,6 +895,7 @@ def fp8_linear(x8: torch.Tensor, w8: torch.Tensor, x_scale: torch.Tensor, w_scal
 # %% nbgrader={"grade": true, "grade_id": "test_fp8_linear", "locked": true, "points": 2}
 check_fp8_linear(33, 65, 64, **dict(SMALL_TILES))
 check_fp8_linear(200, 130, 96, **dict(SMALL_TILES))
+check_fp8_linear(32 * multiprocessors() + 33, 65, 64, **dict(SMALL_TILES))  # more tiles than programs on any GPU
 if warp_specializes(fp8_input()):
     check_fp8_linear(200, 130, 96, warp_specialize=True, **dict(SMALL_TILES))
 print(f"fp8_linear is right on {str(fp8_input()).removeprefix('torch.')} inputs, with tails in M and N and more "
