@@ -356,6 +356,9 @@ for M, N, K in [(1, 1, 1), (1, 97, 33), (97, 1, 16), (16, 16, 16), (300, 20, 24)
 tiny = dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=3, num_warps=4, num_stages=2)
 for flatten in [False, True]:
     check_matmul(persistent_matmul, matrix(150, 40, dtype), matrix(40, 90, dtype), flatten=flatten, **tiny)
+    # 3 * (multiprocessors + 1) tiles: every program of a GPU computes two or more
+    check_matmul(persistent_matmul, matrix(16 * multiprocessors() + 5, 40, dtype), matrix(40, 33, dtype),
+                 flatten=flatten, **tiny)
 for a_layout, b_layout in [("transposed", "transposed"), ("a slice", "contiguous"), ("contiguous", "a slice")]:
     check_matmul(persistent_matmul, matrix(45, 39, dtype, a_layout), matrix(39, 51, dtype, b_layout), **dict(SMALL_TILES))
 check_matmul(persistent_matmul, matrix(100, 64, dtype), matrix(64, 90, dtype))  # the default tiles

@@ -36,6 +36,8 @@ class Notebook:
     def __init__(self, shell, mode="interpreter"):
         self.shell, self.key = shell, secrets.token_bytes(32)
         shell.reset()
+        # As in ipykernel, whose shell hides the names it starts with (a plain IPython shell does not).
+        shell.user_ns_hidden.update({name: shell.user_ns[name] for name in ("__name__", "__builtins__")})
         shell.display_pub = CapturingDisplayPublisher()
         assert shell.run_cell(KIT).success
         handle, settings = tempfile.mkstemp()
@@ -216,6 +218,21 @@ def test_a_course_cell_defines_a_kernel_that_calls_the_answer(notebook):
     assert "doubled(offsets)" in inspect.getsource(notebook.shell.user_ns["course_kernel"].fn)
     error, receipt = notebook.test("out = run_course_kernel()\n"
                                    "check_output(out, 2 * torch.arange(16, dtype=torch.int32, device=out.device))")
+    assert error is None and receipt["verdict"] == "passed", (error, receipt)
+
+
+def test_a_course_cell_defines_a_helper_that_the_answers_kernel_calls(notebook):
+    """08's read-only cell hopper_helpers defines the @triton.jit tile_of_program that the student's
+    kernels call. Compiling a kernel, Triton reads the __module__ of every global it names: the
+    helper's must be a module name, as in the notebook, or the GPU compile fails."""
+    error, receipt = notebook.test("@triton.jit\ndef course_helper(x):\n    return x + 1")
+    assert error is None and receipt["verdict"] == "passed", (error, receipt)
+    assert notebook.shell.user_ns["course_helper"].fn.__module__ == "__main__"
+    notebook.student("@triton.jit\ndef answer_kernel(out_ptr, BLOCK: tl.constexpr):\n"
+                     "    offsets = tl.arange(0, BLOCK)\n    tl.store(out_ptr + offsets, course_helper(offsets))")
+    error, receipt = notebook.test("out = guarded_empty(16, dtype=torch.int32)\n"
+                                   "call_answer(lambda: answer_kernel[(1,)](out, BLOCK=16), name='answer_kernel')\n"
+                                   "check_output(out, 1 + torch.arange(16, dtype=torch.int32, device=out.device))")
     assert error is None and receipt["verdict"] == "passed", (error, receipt)
 
 

@@ -99,7 +99,10 @@ def _install(key, mode):
     sealed["__builtins__"] = dict(vars(builtins))
     sealed["_GRADED_IN"] = mode  # the kit's performance checks compare their mode with the grader's
     course = dict(sealed)  # what the course defined: the kit, then its cells' definitions
-    scope = {}  # the globals of the course's cells: course over the notebook's names (see _refresh)
+    # The globals of the course's cells: course over the notebook's names (see _refresh). Named as the
+    # notebook is: a function or a @triton.jit helper a course cell defines takes its __module__ from
+    # here, and Triton's compiler reads the __module__ of every global a kernel names (None failed it).
+    scope = {"__name__": namespace.get("__name__", "__main__")}
     checks = _Checks(sealed, course, scope)
     problems = checks()
     if mode == "cuda" and sealed.get("MODE") == "cuda":
