@@ -306,10 +306,15 @@ def describe(a, b):
             f"{str(a.dtype).removeprefix('torch.')}, {layout}")
 
 
+def name_of(answer):
+    """An answer's name, also when the notebook bound it to a functools.partial of its function."""
+    return getattr(answer, "__name__", None) or getattr(getattr(answer, "func", None), "__name__", "your function")
+
+
 def check_matmul(answer, a, b, **kwargs):
     """answer(a, b, **kwargs) with guarded allocations and counted launches: a kernel computed it, it
     equals a @ b in fp32 rounded to a's dtype, and the inputs are unchanged."""
-    name = answer.__name__
+    name = name_of(answer)
     what = f"{name} on {describe(a, b)}" + "".join(f", {k}={v}" for k, v in kwargs.items())
     untouched = [(t, t.clone()) for t in (a, b)]
     with guarded_allocations(), count_launches() as launches:
@@ -540,11 +545,11 @@ def check_refused_or_right(answer, a, b, why):
     except CheckFailed as failure:
         if "still the exercise stub" in str(failure):
             raise
-        raise CheckFailed(f"{answer.__name__} on {describe(a, b)}, where {why}: it should raise ValueError "
+        raise CheckFailed(f"{name_of(answer)} on {describe(a, b)}, where {why}: it should raise ValueError "
                           f"(or read this operand another way and return the right answer). {failure}") from None
     except (ValueError, AssertionError) as error:
         if not str(error).strip():
-            raise CheckFailed(f"{answer.__name__} refused {describe(a, b)} without a message: say what is wrong "
+            raise CheckFailed(f"{name_of(answer)} refused {describe(a, b)} without a message: say what is wrong "
                               f"({why}), so that its caller can fix it.") from None
 
 
