@@ -35,8 +35,8 @@
 # setup's note below says what this GPU does: on Ampere and Ada (A100, L4, RTX 30 and 40) Triton
 # turns descriptor loads into ordinary loads (correct, but without the copy engine: performance is
 # advisory there); FP8 needs compute capability 8.9 (L4, RTX 40, H100), and on older GPUs the FP8
-# exercise runs on fp16 copies of the same 8-bit values; a T4 (7.5) multiplies fp32 only (lesson
-# 6). With no GPU the notebook runs on Triton's interpreter, which runs descriptors, FP8 and warp
+# exercise runs on fp16 copies of the same 8-bit values (fp32 on a T4, which multiplies fp32 only:
+# lesson 6). With no GPU the notebook runs on Triton's interpreter, which runs descriptors, FP8 and warp
 # specialisation on small matrices: every exercise works, and timings say nothing about GPUs.
 
 # %% tags=["setup"]
@@ -122,8 +122,9 @@ def hopper_note():
     if has_tma():
         return (f"{where}: descriptors use the TMA copy engine, tl.dot the warp-group tensor cores (wgmma), FP8 "
                 "runs natively, and warp_specialize=True splits loads and products between warps.")
-    return (f"{where}: no TMA (Hopper's), so Triton turns descriptor loads into ordinary loads, mostly without "
-            "the pipelining of lesson 6: correct, but slower, and performance tests are advisory here. "
+    return (f"{where}: no TMA (Hopper's), so Triton turns descriptor loads into ordinary loads (pipelined "
+            "with cp.async, as lesson 6's pointer loads are, where sizes and strides are multiples of 16), "
+            "without the copy engine: correct, and performance tests are advisory here. "
             + ("FP8 runs natively (compute capability 8.9)." if has_fp8() else
                f"No FP8 (it needs compute capability 8.9): the FP8 exercise runs on "
                f"{str(fp8_input()).removeprefix('torch.')} copies of the same 8-bit values.")
@@ -599,8 +600,8 @@ print("tma_matmul refuses (or reads correctly) the operands a descriptor cannot 
 #
 # - **a.** It refuses to compile it: `tl.make_tensor_descriptor` needs compute capability 9.0.
 # - **b.** It compiles the descriptor loads to ordinary loads from global memory, with the bounds
-#   and the zero filling done by masks: the results are the same, but the loads of fp16 tiles are
-#   not pipelined through shared memory as lesson 6's pointer loads are, so it is slower.
+#   and the zero filling done by masks: the results are the same, and the loads are pipelined as
+#   lesson 6's pointer loads are (`cp.async`), but without Hopper's copy engine.
 # - **c.** It emulates the copy engine in software, at the same speed as on Hopper.
 # - **d.** It compiles, but the zero filling past the edges is lost: shapes that are not multiples
 #   of the tiles give wrong answers on an A100.
@@ -622,9 +623,9 @@ print("Your answer is recorded; it is checked when your notebook is graded.")
 ### BEGIN HIDDEN TESTS
 if str(answer_no_tma).strip().lower() != "b":
     raise CheckFailed("Not the right answer: on GPUs without TMA, Triton lowers descriptor loads and stores to "
-                      "ordinary masked loads and stores (Triton 3.9 for compute capability 8.0 emits ld.global "
-                      "and mma.sync for an fp16 tma_matmul_kernel, and no cp.async): right answers, fewer "
-                      "overlapped loads.")
+                      "ordinary masked loads and stores (Triton 3.9 for compute capability 8.0 emits mma.sync and "
+                      "no cp.async.bulk.tensor for an fp16 tma_matmul_kernel; at 4096^3 the same cp.async loads "
+                      "and 64 KB of shared memory as lesson 6's kernel): right answers, without the copy engine.")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -6,16 +6,18 @@ A10 and RTX 30 (sm_86), L4 and RTX 40 (sm_89), H100 and H200 (sm_90). For each t
 
 1. every @triton.jit kernel of the published solutions compiles, in every dtype the kit gives a
    notebook on that GPU (kit.FLOAT_DTYPES, kit.DOT_DTYPES, computed by the kit itself for that
-   compute capability), with the launch parameters the lessons use;
+   compute capability; 08's own helpers, matmul_dtypes() and fp8_input(), likewise), with the
+   launch parameters the lessons use;
 2. what tl.dot becomes (wgmma, mma.sync, or plain FMAs) agrees with kit.dot_dtypes: its choice of
-   dtypes and what its sentence says about tensor cores and TF32;
+   dtypes and what its sentence says about tensor cores and TF32; and what 08's kernels compile to
+   (TMA copies, warp specialisation, FP8) agrees with its hopper_note();
 3. every launch fits the GPU's shared memory per block (the opt-in limit), and every autotune
    configuration that does not fit is one this file names.
 
 The kernels are the solutions' own (solutions/<lesson>/<lesson>.ipynb), defined by executing their
 cells' kernel definitions after the kit. KERNELS below says how each is launched: a kernel it does
 not describe, or describes with the wrong parameters, fails the test, and so does a launch chosen
-by a wrapper of the solutions (WRAPPERS: 07's) that the wrapper no longer makes. The compiles run
+by a wrapper of the solutions (WRAPPERS: 07's, 08's) that the wrapper no longer makes. The compiles run
 in a subprocess (this file, run as a script) that forks one compiler per core: there Triton must make
 real JITFunctions (TRITON_INTERPRET=0), while other tests in the pytest process need the
 interpreter; and there the kit is executed with a pretend GPU of each compute capability, so that
@@ -62,19 +64,23 @@ TARGETS = {
 # Triton's JIT would give the argument of a typical launch: "*T" a tensor of the dtype under test
 # ("*fp32", "*i32": of that dtype whatever is tested), "i32" an integer, "i32/16" an integer that
 # is a multiple of 16 (the JIT marks those, and 16-byte aligned tensors, as divisible by 16: all
-# tensors here are), "1" the integer 1 (the JIT makes it a constant), "fp32" a float.
-# `dtypes`: FLOAT (the kit's FLOAT_DTYPES on that GPU), DOT (its DOT_DTYPES) or () when the kernel
-# takes one fixed set of types. `launches`: the tl.constexpr values with num_warps and num_stages
-# (Triton's defaults: 4 and 3), as the lesson's wrapper or test passes them; a function of the
-# dtype where the wrapper's choice depends on it. A launch with "only" is compiled for that dtype
-# alone, one with "min_cc" only from that compute capability on (as the notebook does).
+# tensors here are), "1" the integer 1 (the JIT makes it a constant), "fp32" a float; "*O" a tensor
+# of the dtype `out` names (08's FP8 output).
+# `dtypes`: FLOAT (the kit's FLOAT_DTYPES on that GPU), DOT (its DOT_DTYPES), an expression of the
+# lesson's own helpers (LESSON_HELPERS: 08's matmul_dtypes()), or () when the kernel takes one fixed
+# set of types. `launches`: the tl.constexpr values with num_warps and num_stages (Triton's
+# defaults: 4 and 3), as the lesson's wrapper or test passes them; a function of the dtype, or of
+# the dtype and the compute capability, where the wrapper's choice depends on them. A launch with
+# "only" is compiled for that dtype alone, one with "min_cc" only from that compute capability on
+# (as the notebook does), one with "if" only for the dtypes that lesson expression gives (08's
+# warp_specializes()); "given" names the lesson's tiles that its tests pass (08's SMALL_TILES).
 # `dot`: the kernel calls tl.dot. HELPERS: @triton.jit functions without a launch of their own,
 # with the kernels that compile them in.
 FLOAT, DOT = "FLOAT_DTYPES", "DOT_DTYPES"
 
 
-def kernel(args, dtypes, launches, dot=False):
-    return {"args": args.split(), "dtypes": dtypes, "launches": launches, "dot": dot}
+def kernel(args, dtypes, launches, dot=False, out=None):
+    return {"args": args.split(), "dtypes": dtypes, "launches": launches, "dot": dot, "out": out}
 
 
 def attention_launches(dtype):
@@ -92,6 +98,41 @@ def attention_launches(dtype):
 MATMUL_BLOCKS = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}  # matmul()'s defaults
 TENSOR_CORE_TILE = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "only": "fp16"}  # sections 4, 6
 BACKWARD = {"HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 32, "CAUSAL": True, "num_stages": 1}  # attention_backward
+
+# Lesson 08 picks its dtypes, tiles and warp specialisation on the device with helpers of its own
+# (its locked cell "hopper_helpers"): LESSON_HELPERS runs them on each pretend GPU, after the kit,
+# and the table's expressions below are evaluated there. launch_config and SMALL_TILES are copied
+# by hand, and WRAPPERS checks them against what 08's wrappers launch.
+MATMUL_16, DEMO_DTYPE, FP8_INPUT = "matmul_dtypes()", "matmul_dtypes()[:1]", "[fp8_input()]"
+WARP_SPECIALIZES = "[d for d in matmul_dtypes() + [fp8_input()] if warp_specializes(d)]"
+# multiprocessors(), NUM_SMS: the programs of a persistent launch (T4, A100, A10, L4, H100 SXM and
+# H200). Only the step of the loop over tiles: it changes constants of the code, not its figures.
+SMS = {75: 40, 80: 108, 86: 72, 89: 58, 90: 132}
+SMALL_TILES = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 2,
+               "given": "SMALL_TILES"}  # 08's tests' tiles (the hidden tests' 16 x 16 tiles are left out)
+
+
+def hopper_config(dtype, cc, warp_specialize=False):
+    """08's launch_config(dtype, warp_specialize) on compute capability cc: 128 x 256 tiles on Hopper
+    (8 warps, 4 when warp-specialised) but for fp32, else 128 x 128 with 4 warps; BLOCK_K 32 for
+    fp32, 128 for FP8, else 64; 3 stages."""
+    block_k = {"fp32": 32, "fp8e4nv": 128}.get(dtype, 64)
+    if cc >= 90 and dtype != "fp32":
+        return {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": block_k, "GROUP_M": 8,
+                "num_warps": 4 if warp_specialize else 8, "num_stages": 3}
+    return {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": block_k, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
+
+
+def hopper_launches(switch):
+    """An 08 kernel's launches: the tests' SMALL_TILES, then launch_config's, with the switch (FLATTEN,
+    or WARP_SPECIALIZE where warp_specializes(dtype)) off and on."""
+    ws = switch == "WARP_SPECIALIZE"
+
+    def launches(dtype, cc):
+        return [dict(hopper_config(dtype, cc, ws and on) if own else SMALL_TILES, NUM_SMS=SMS[cc], **{switch: on},
+                     **({"if": WARP_SPECIALIZES} if ws and on else {})) for own in (False, True) for on in (False, True)]
+    return launches
+
 
 KERNELS = {
     "01_gpu_vs_cpu": {
@@ -161,23 +202,65 @@ KERNELS = {
         "attention_bwd_dq_kernel": kernel("q_ptr:*fp32 k_ptr:*fp32 v_ptr:*fp32 o_ptr:*fp32 do_ptr:*fp32 "
                                           "lse_ptr:*fp32 dq_ptr:*fp32 N:i32 scale:fp32", (), [BACKWARD], dot=True),
     },
+    "08_hopper_matmul": {  # contiguous operands, 4096 x 4096 x 4096 (the performance tests')
+        "persistent_matmul_kernel": kernel("a_ptr:*T b_ptr:*T c_ptr:*T M:i32/16 N:i32/16 K:i32/16 stride_am:i32/16 "
+                                           "stride_ak:1 stride_bk:i32/16 stride_bn:1 stride_cm:i32/16 stride_cn:1",
+                                           MATMUL_16, hopper_launches("FLATTEN"), dot=True),
+        # the demo of section 2 (lesson 6's kernel), in matmul_dtypes()[0] with launch_config's tiles
+        "tiled_matmul_kernel": kernel("a_ptr:*T b_ptr:*T c_ptr:*T M:i32/16 N:i32/16 K:i32/16 stride_am:i32/16 "
+                                      "stride_ak:1 stride_bk:i32/16 stride_bn:1 stride_cm:i32/16 stride_cn:1",
+                                      DEMO_DTYPE, lambda dtype, cc: [hopper_config(dtype, cc)], dot=True),
+        "tma_matmul_kernel": kernel("a_ptr:*T b_ptr:*T c_ptr:*T M:i32/16 N:i32/16 K:i32/16 stride_am:i32/16 "
+                                    "stride_bk:i32/16 stride_cm:i32/16", MATMUL_16, hopper_launches("WARP_SPECIALIZE"),
+                                    dot=True),
+        # in fp8_input() (float8_e4m3fn from 8.9 on, else matmul_dtypes()[0]), out in fp8_output()
+        "fp8_linear_kernel": kernel("x_ptr:*T w_ptr:*T x_scale_ptr:*fp32 w_scale_ptr:*fp32 out_ptr:*O M:i32/16 "
+                                    "N:i32/16 K:i32/16 stride_xm:i32/16 stride_wn:i32/16 stride_om:i32/16", FP8_INPUT,
+                                    hopper_launches("WARP_SPECIALIZE"), dot=True, out="fp8_output()"),
+    },
 }
 HELPERS = {
     "06_matmul": {"tile_of_program": ["record_tiles_kernel", "matmul_kernel", "linear_relu_kernel"],
                   "accumulate_tile": ["matmul_kernel", "linear_relu_kernel"]},
     "07_attention": {"attend_to_keys": ["attention_fwd_kernel"],
                      "rebuilt_probabilities": ["attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel"]},
+    "08_hopper_matmul": {"tile_of_program": ["persistent_matmul_kernel", "tiled_matmul_kernel", "tma_matmul_kernel",
+                                             "fp8_linear_kernel"]},
+}
+# Lessons' own functions that choose dtypes and launches on the device, run on each pretend GPU
+# after the kit (with NUM_SMS = SMS[cc]), and the expressions of them that the table and the tests
+# read (dtypes become Triton's names).
+LESSON_HELPERS = {
+    "08_hopper_matmul": {
+        "define": ["has_tma", "has_fp8", "matmul_dtypes", "fp8_input", "fp8_output", "warp_specializes",
+                   "launch_config", "hopper_note", "SMALL_TILES"],
+        "read": [MATMUL_16, DEMO_DTYPE, FP8_INPUT, WARP_SPECIALIZES, "fp8_output()", "hopper_note()"]},
 }
 
 
-def _attention_call(attention, launch, dtype):
+def _attention_call(attention, launch, dtype, namespace):
     x = _zeros((1, 1, 16, launch["HEAD_DIM"]), dtype)
     attention(x, x, x, causal=launch["CAUSAL"])
 
 
-def _attention_backward_call(attention_backward, launch, dtype):
+def _attention_backward_call(attention_backward, launch, dtype, namespace):
     x = _zeros((1, 1, 16, launch["HEAD_DIM"]), dtype)
     attention_backward(x, x, x, x, x[..., 0].float(), x, causal=launch["CAUSAL"])
+
+
+def _hopper_call(wrapper, launch, dtype, namespace):
+    """08's wrappers with launch_config's tiles (no config given) or the tests' (launch["given"])."""
+    config = dict(namespace[launch["given"]]) if "given" in launch else {}
+    x = _zeros((64, 64), dtype)
+    if "FLATTEN" in launch:
+        wrapper(x, x, flatten=launch["FLATTEN"], **config)
+    elif "WARP_SPECIALIZE" not in launch:
+        wrapper(x, x, **config)
+    elif wrapper.__name__ == "fp8_linear":
+        scale = _zeros((64,), "fp32")
+        wrapper(x, x, scale, scale, warp_specialize=launch["WARP_SPECIALIZE"], **config)
+    else:
+        wrapper(x, x, warp_specialize=launch["WARP_SPECIALIZE"], **config)
 
 
 # Kernels whose launches a wrapper of the solutions chooses (its default block sizes, warps and
@@ -189,50 +272,70 @@ WRAPPERS = {
     "07_attention": {"attention_fwd_kernel": ("attention", _attention_call),
                      "attention_bwd_dkdv_kernel": ("attention_backward", _attention_backward_call),
                      "attention_bwd_dq_kernel": ("attention_backward", _attention_backward_call)},
+    "08_hopper_matmul": {"persistent_matmul_kernel": ("persistent_matmul", _hopper_call),
+                         "tiled_matmul_kernel": ("tiled_matmul", _hopper_call),
+                         "tma_matmul_kernel": ("tma_matmul", _hopper_call),
+                         "fp8_linear_kernel": ("fp8_linear", _hopper_call)},
 }
 
 # How each target is covered. Triton has three code paths for tl.dot on these GPUs: plain FMAs
 # below compute capability 8.0, mma.sync (MMA v2) on 8.x and wgmma (MMA v3) on 9.0. The full
 # matrix (every kernel, dtype, launch and configuration on all five targets: COURSE_TARGETS_FULL=1,
-# 417 compiles, 1.5 minutes on two cores) showed what lets CI compile less (223) and stay under a
+# 495 compiles, 1.6 minutes on two cores) showed what lets CI compile less (259) and stay under a
 # minute:
 # - sm_86 and sm_89 compile exactly as sm_80 (the same shared memory and instructions in every
 #   compile): they differ from it in their shared memory limit, not their code. They compile
 #   GUARDS, which must come out as on sm_80, and sm_80's figures are checked against their limit.
-# - bf16 tiles take what fp16 tiles take (equal shared memory in every autotune configuration):
-#   configurations are compiled in fp16 and fp32, and bf16 reads fp16's figures.
+# - bf16 tiles take what fp16 tiles take (equal shared memory in every autotune configuration, and
+#   in every launch of 08): configurations are compiled in fp16 and fp32, and bf16 reads fp16's
+#   figures; so do 08's launches (LAUNCH_DTYPE_AS), whose bf16 tl.dot is 06's.
 # - sm_75 has no asynchronous copies (cp.async came with 8.0), so Triton does not multi-buffer
-#   there and num_stages changes nothing: a configuration that differs from an earlier one only in
-#   num_stages reads its figures.
+#   there and num_stages changes nothing, nor does 08's FLATTEN (which fuses loops for the
+#   pipeline's sake): a configuration or launch that differs from an earlier one only in those
+#   (UNPIPELINED) reads its figures.
 # - sm_90's fp32 autotune configurations are left out (CONFIGS_UNCHECKED; about 6 s of compiling,
 #   where sm_80's fp32 figures stand for three targets): the full matrix lists which fit there.
+# - What sm_86 or sm_89 is given and sm_80 is not (08's FP8 kernel in float8_e4m3fn, from 8.9 on)
+#   is compiled there; a launch that differs from sm_80's only in NUM_SMS (08's) reads sm_80's.
 FULL_MATRIX = os.environ.get("COURSE_TARGETS_FULL") == "1"
 FULL = tuple(TARGETS) if FULL_MATRIX else (75, 80, 90)
 SAME_CODE_AS = {} if FULL_MATRIX else {86: 80, 89: 80}
 # (lesson, kernel, dtype, launch index): the dot probe's three dtypes, and 07's fp32 launches with
 # the most shared memory on 8.x (attention's forward at d = 128: 44.5 KB; the dK/dV backward: 80 KB
 # of 99).
+# And 08's descriptor kernel, which Triton lowers to ordinary loads below 9.0, with launch_config's tiles.
 GUARDS = [("06_matmul", "matmul_kernel", dtype, 0) for dtype in ("fp32", "fp16", "bf16")] + [
-    ("07_attention", "attention_fwd_kernel", "fp32", 1), ("07_attention", "attention_bwd_dkdv_kernel", None, 0)]
+    ("07_attention", "attention_fwd_kernel", "fp32", 1), ("07_attention", "attention_bwd_dkdv_kernel", None, 0),
+    ("08_hopper_matmul", "tma_matmul_kernel", "fp16", 2)]
 CONFIG_DTYPE_AS = {} if FULL_MATRIX else {"bf16": "fp16"}
+LAUNCH_DTYPE_AS = {} if FULL_MATRIX else {"08_hopper_matmul": {"bf16": "fp16"}}
 STAGES_MATTER_FROM = 0 if FULL_MATRIX else 80
+UNPIPELINED = ("num_stages", "FLATTEN")
 CONFIGS_UNCHECKED = set() if FULL_MATRIX else {(90, "fp32")}
 
 
 def config_stands_for(configs, index, cc):
-    """The index of the configuration whose figures stand for configs[index] on this target."""
+    """The index of the configuration (or launch of the table) whose figures stand for configs[index]
+    on this target."""
     if cc >= STAGES_MATTER_FROM:
         return index
-    same = [i for i, c in enumerate(configs) if {k: v for k, v in c.items() if k != "num_stages"} ==
-            {k: v for k, v in configs[index].items() if k != "num_stages"}]
+    same = [i for i, c in enumerate(configs) if {k: v for k, v in c.items() if k not in UNPIPELINED} ==
+            {k: v for k, v in configs[index].items() if k not in UNPIPELINED}]
     return same[0]
 
 
 # The kernel whose tl.dot settles what each GPU's compiler does with each input dtype, compiled for
 # every target in fp32, fp16 and bf16, whatever the kit allows there.
 DOT_PROBE = ("06_matmul", "matmul_kernel", 0)
-# What tl.dot becomes on each target with default precision (TF32 for fp32 inputs).
+# And 08's FP8 kernel (with the tests' tiles), compiled for every target in float8_e4m3fn: it must
+# compile exactly where fp8_input() is float8 (has_fp8(): compute capability 8.9 on).
+FP8_PROBE = ("08_hopper_matmul", "fp8_linear_kernel", 0)
+PROBES = [(DOT_PROBE, ("fp32", "fp16", "bf16")), (FP8_PROBE, ("fp8e4nv",))]
+# What tl.dot becomes on each target with default precision (TF32 for fp32 inputs). wgmma works on
+# 64 rows per warp group: a dot on fewer rows (08's 32 x 32 test tiles) is mma.sync on 9.0 too, where
+# FP8 inputs are converted to fp16 for it.
 DOT_PATH = {75: "none", 80: "mma", 86: "mma", 89: "mma", 90: "wgmma"}
+WGMMA_ROWS = 64
 
 # Launches whose shared memory exceeds a GPU's limit, by (kernel, compute capability, dtype): the
 # indices of the table's launches (attention_launches(dtype) for attention_fwd_kernel) or, for an
@@ -257,7 +360,8 @@ KNOWN_MISFITS = {
 # ---------------------------------------------------------------------------------------------
 # The compiler process: `python tests/test_targets.py --compile OUT.json` writes what the tests read.
 
-DTYPE_NAMES = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16"}
+DTYPE_NAMES = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16",
+               "torch.float8_e4m3fn": "fp8e4nv"}
 SOLUTION_DEFINITIONS = ("triton.jit", "triton.autotune", "triton.heuristics", "triton.Config")
 
 
@@ -277,8 +381,35 @@ def _kit_for(cc):
     finally:
         torch.cuda.is_available, torch.cuda.get_device_capability, torch.cuda.get_device_name = saved
     assert namespace["ON_GPU"] and namespace["CAPABILITY"] == capability, "the kit did not take the pretend GPU"
+    namespace["_torch"] = {key: namespace[key] for key in (FLOAT, DOT)}  # for the lessons' helpers
     for key in (FLOAT, DOT):  # dtype names as Triton writes them
         namespace[key] = [DTYPE_NAMES[str(dtype)] for dtype in namespace[key]]
+    for lesson, helpers in LESSON_HELPERS.items():
+        lesson_namespace = _helpers(lesson, namespace, cc)
+        for expression in helpers["read"]:
+            namespace[expression] = _named(eval(expression, lesson_namespace))
+    return namespace
+
+
+def _named(value):
+    """Torch dtypes, in lists too, by Triton's names."""
+    import torch
+    if isinstance(value, list):
+        return [_named(v) for v in value]
+    return DTYPE_NAMES[str(value)] if isinstance(value, torch.dtype) else value
+
+
+def _helpers(lesson, kit, cc):
+    """The kit's namespace with the lesson's LESSON_HELPERS defined in it (the kit's own dtypes, as
+    torch's), as a notebook on compute capability cc has them."""
+    import ast
+    namespace = dict(kit, **kit["_torch"], NUM_SMS=SMS[cc])
+    wanted = set(LESSON_HELPERS.get(lesson, {}).get("define", []))
+    for node, source in _solution_statements(lesson):
+        names = {node.name} if isinstance(node, ast.FunctionDef) else \
+            {t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)}
+        if names & wanted:
+            exec(source, namespace)
     return namespace
 
 
@@ -317,7 +448,8 @@ def _solution_definitions(lesson):
 
 def _zeros(shape, dtype):
     import torch
-    return torch.zeros(shape, dtype={"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype])
+    return torch.zeros(shape, dtype={name: getattr(torch, full.removeprefix("torch."))
+                                     for full, name in DTYPE_NAMES.items()}[dtype])
 
 
 class _Recorder:
@@ -340,18 +472,19 @@ def _wrapper_launches(kits):
         sources = {node.name: source for node, source in _solution_statements(lesson)
                    if isinstance(node, ast.FunctionDef)}
         for cc, kit in kits.items():
+            context = _helpers(lesson, kit, cc) if lesson in LESSON_HELPERS else kit
             for name, (wrapper, call) in wrapped.items():
                 entry = KERNELS[lesson][name]
                 for dtype in kit[entry["dtypes"]] if entry["dtypes"] else [None]:
-                    for index, launch in enumerate(launches_of(entry, dtype)):
-                        if launch.get("only", dtype) != dtype or cc < launch.get("min_cc", 0):
+                    for index, launch in enumerate(launches_of(entry, dtype, cc)):
+                        if not applies(launch, dtype, cc, kit):
                             continue
                         record = {"lesson": lesson, "kernel": name, "cc": cc, "dtype": dtype, "index": index}
-                        namespace = dict(kit, **{kernel: _Recorder(kernel, made) for kernel in KERNELS[lesson]})
+                        namespace = dict(context, **{kernel: _Recorder(kernel, made) for kernel in KERNELS[lesson]})
                         made.clear()
                         try:
                             exec(sources[wrapper], namespace)
-                            call(namespace[wrapper], launch, dtype or "fp32")
+                            call(namespace[wrapper], launch, dtype or "fp32", namespace)
                         except Exception as error:  # the test reports it
                             record["error"] = f"{wrapper}: {type(error).__name__}: {error}"[:1000]
                         record["launched"] = [kwargs for kernel, kwargs in made if kernel == name]
@@ -380,9 +513,18 @@ def _unwrap(fn):
     return fn
 
 
-def launches_of(entry, dtype):
+def launches_of(entry, dtype, cc):
     launches = entry["launches"]
-    return launches(dtype) if callable(launches) else launches
+    if not callable(launches):
+        return launches
+    return launches(dtype, cc) if launches.__code__.co_argcount == 2 else launches(dtype)
+
+
+def applies(launch, dtype, cc, kit):
+    """Whether a GPU of this compute capability, whose kit (and lessons' helpers) is `kit`, makes
+    this launch of the table in this dtype."""
+    return (launch.get("only", dtype) == dtype and cc >= launch.get("min_cc", 0)
+            and ("if" not in launch or dtype in kit[launch["if"]]))
 
 
 def _jobs(lessons, kits):
@@ -391,17 +533,26 @@ def _jobs(lessons, kits):
     jobs = []
 
     def add(lesson, name, cc, dtype, what, launch):
-        jobs.append({"lesson": lesson, "kernel": name, "cc": cc, "dtype": dtype, "what": what, "launch": launch})
+        out = KERNELS[lesson][name]["out"]
+        jobs.append({"lesson": lesson, "kernel": name, "cc": cc, "dtype": dtype, "what": what, "launch": launch,
+                     "out": kits[cc][out] if out else None})
+
+    def table_launches(lesson, jitted, cc):
+        """The launches of the table to compile on this target, less those another's figures stand for."""
+        for name, entry in KERNELS.get(lesson, {}).items():
+            if name not in jitted:
+                continue  # the test of the table says so
+            for dtype in kits[cc][entry["dtypes"]] if entry["dtypes"] else [None]:
+                launches = launches_of(entry, dtype, cc)
+                for index, launch in enumerate(launches):
+                    if (applies(launch, dtype, cc, kits[cc]) and dtype not in LAUNCH_DTYPE_AS.get(lesson, {})
+                            and config_stands_for(launches, index, cc) == index):
+                        yield name, dtype, f"launch {index}", launch
 
     for cc in FULL:
         for lesson, (jitted, tuned) in lessons.items():
-            for name, entry in KERNELS.get(lesson, {}).items():
-                if name not in jitted:
-                    continue  # the test of the table says so
-                for dtype in kits[cc][entry["dtypes"]] if entry["dtypes"] else [None]:
-                    for index, launch in enumerate(launches_of(entry, dtype)):
-                        if launch.get("only", dtype) == dtype and cc >= launch.get("min_cc", 0):
-                            add(lesson, name, cc, dtype, f"launch {index}", launch)
+            for name, dtype, what, launch in table_launches(lesson, jitted, cc):
+                add(lesson, name, cc, dtype, what, launch)
             for tuner_name, tuner in tuned.items():
                 entry = KERNELS.get(lesson, {}).get(_unwrap(tuner).__name__)
                 configs = [dict(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages) for c in tuner.configs]
@@ -411,19 +562,28 @@ def _jobs(lessons, kits):
                     for index, launch in enumerate(configs):
                         if config_stands_for(configs, index, cc) == index:
                             add(lesson, _unwrap(tuner).__name__, cc, dtype, f"config {index} of {tuner_name}", launch)
-    for cc in SAME_CODE_AS:
+    for cc, base in SAME_CODE_AS.items():
         for lesson, name, dtype, index in GUARDS:
-            add(lesson, name, cc, dtype, f"launch {index}", launches_of(KERNELS[lesson][name], dtype)[index])
-    lesson, name, index = DOT_PROBE
-    for cc in TARGETS:
-        for dtype in ("fp32", "fp16", "bf16"):
-            if not any(j["kernel"] == name and j["cc"] == cc and j["dtype"] == dtype and j["what"] == f"launch {index}"
-                       for j in jobs):
-                add(lesson, name, cc, dtype, "probe", launches_of(KERNELS[lesson][name], dtype)[index])
+            add(lesson, name, cc, dtype, f"launch {index}", launches_of(KERNELS[lesson][name], dtype, cc)[index])
+        compiled = {(j["kernel"], j["dtype"], j["what"]): _but_sms(j["launch"]) for j in jobs if j["cc"] in (cc, base)}
+        for lesson, (jitted, tuned) in lessons.items():
+            for name, dtype, what, launch in table_launches(lesson, jitted, cc):
+                if compiled.get((name, dtype, what)) != _but_sms(launch):  # what the base does not compile
+                    add(lesson, name, cc, dtype, what, launch)
+    for (lesson, name, index), dtypes in PROBES:
+        for cc in TARGETS:
+            for dtype in dtypes:
+                if not any(j["kernel"] == name and j["cc"] == cc and j["dtype"] == dtype and
+                           j["what"] == f"launch {index}" for j in jobs):
+                    add(lesson, name, cc, dtype, "probe", launches_of(KERNELS[lesson][name], dtype, cc)[index])
     return jobs
 
 
-def _signature(fn, entry, dtype, launch):
+def _but_sms(launch):
+    return {key: value for key, value in launch.items() if key != "NUM_SMS"}
+
+
+def _signature(fn, entry, dtype, launch, out=None):
     """triton.compile's signature, constexprs and attrs for one launch, from the table's notation."""
     signature, constexprs, attrs = {}, {}, {}
     given = dict(arg.split(":", 1) for arg in entry["args"])
@@ -434,7 +594,7 @@ def _signature(fn, entry, dtype, launch):
         elif given[name] == "1":
             signature[name], constexprs[name] = "constexpr", 1
         else:
-            kind = given[name].replace("*T", f"*{dtype}")
+            kind = given[name].replace("*T", f"*{dtype}").replace("*O", f"*{out}")
             signature[name] = kind.removesuffix("/16")
             if kind.startswith("*") or kind.endswith("/16"):
                 attrs[(index,)] = [["tt.divisibility", 16]]
@@ -450,6 +610,11 @@ def _tensor_cores(ptx):
     return "none"
 
 
+# How a kernel reaches global memory, and warp specialisation's register split: "tma" (Hopper's copy
+# engine), "cp.async" (8.0's asynchronous copies, which Triton's pipelining uses), "ld.global" (plain
+# loads into registers), "setmaxnreg" (the register split between producer and consumer warps).
+MEMORY_OPS = {"tma": r"\bcp\.async\.bulk\.tensor\.", "cp.async": r"\bcp\.async\.c[ag]\.",
+              "ld.global": r"^\s*(@!?%p\d+\s+)?ld\.global\.", "setmaxnreg": r"\bsetmaxnreg\."}
 FORKED = {}  # what the compiling processes inherit: the lessons' kernels and the jobs
 
 
@@ -459,7 +624,8 @@ def _compile(number):
     from triton.compiler import ASTSource
     job = FORKED["jobs"][number]
     fn = FORKED["lessons"][job["lesson"]][0][job["kernel"]]
-    signature, constexprs, attrs = _signature(fn, KERNELS[job["lesson"]][job["kernel"]], job["dtype"], job["launch"])
+    signature, constexprs, attrs = _signature(fn, KERNELS[job["lesson"]][job["kernel"]], job["dtype"], job["launch"],
+                                              job["out"])
     options = {key: job["launch"][key] for key in ("num_warps", "num_stages") if key in job["launch"]}
     start = time.perf_counter()
     try:
@@ -471,6 +637,7 @@ def _compile(number):
     return number, {"shared": compiled.metadata.shared, "tensor_cores": _tensor_cores(ptx),
                     "instructions": sorted(set(re.findall(r"^\s*((?:wgmma\.mma_async|mma\.sync)[\w.]*)", ptx, re.M))),
                     "fma": len(re.findall(r"^\s*fma\.rn\.f32", ptx, re.M)), "tt_dot": "tt.dot" in compiled.asm["ttir"],
+                    "memory": sorted(op for op, pattern in MEMORY_OPS.items() if re.search(pattern, ptx, re.M)),
                     "seconds": time.perf_counter() - start}
 
 
@@ -492,7 +659,8 @@ def compile_all(out, processes):
     import warnings
     warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")  # Triton 3.9's notice
     kits = {cc: _kit_for(cc) for cc in TARGETS}
-    result = {"kit": {cc: {key: kits[cc][key] for key in (FLOAT, DOT, "DOT_NOTE", "BF16_OK")} for cc in TARGETS},
+    read = [expression for helpers in LESSON_HELPERS.values() for expression in helpers["read"]]
+    result = {"kit": {cc: {key: kits[cc][key] for key in (FLOAT, DOT, "DOT_NOTE", "BF16_OK", *read)} for cc in TARGETS},
               "lessons": {}}
     with tempfile.TemporaryDirectory() as folder:
         lessons = {lesson: _define(lesson, kits[90], folder) for lesson in LESSONS}
@@ -521,8 +689,9 @@ def compile_all(out, processes):
 # ---------------------------------------------------------------------------------------------
 # The tests, on what the compiler process wrote.
 
-OPTIONS = {"num_warps", "num_stages", "only", "min_cc"}  # launch keys that are not tl.constexpr values
-ARG_KINDS = re.compile(r"\*(T|fp32|fp16|bf16|i32)|(i32|i64)(/16)?|fp32|1")
+META = {"only", "min_cc", "if", "given"}  # launch keys that say when and how, not what is launched
+OPTIONS = {"num_warps", "num_stages"} | META  # launch keys that are not tl.constexpr values
+ARG_KINDS = re.compile(r"\*(T|O|fp32|fp16|bf16|i32)|(i32|i64)(/16)?|fp32|1")
 
 
 @pytest.fixture(scope="module")
@@ -541,16 +710,22 @@ def results(tmp_path_factory):
 
 
 def describe(launch):
-    return ", ".join(f"{key}={value}" for key, value in launch.items() if key not in ("only", "min_cc"))
+    return ", ".join(f"{key}={value}" for key, value in launch.items() if key not in META)
 
 
 UNCHECKED = {"unchecked": True}
+LESSON_OF = {name: lesson for lesson, kernels in KERNELS.items() for name in kernels}
 
 
 def figures(results, kernel, cc, dtype, what, configs=None):
     """The compile of this launch on this target, or the one that stands for it (see FULL);
     UNCHECKED for what CONFIGS_UNCHECKED leaves out, None for what is missing."""
     by_key = results["by_key"]
+    if what.startswith("launch"):
+        lesson = LESSON_OF[kernel]
+        launches = launches_of(KERNELS[lesson][kernel], dtype, cc)
+        what = f"launch {config_stands_for(launches, int(what.removeprefix('launch ')), cc)}"
+        dtype = LAUNCH_DTYPE_AS.get(lesson, {}).get(dtype, dtype)
     if what.startswith("config"):
         if (cc, dtype) in CONFIGS_UNCHECKED:
             return UNCHECKED
@@ -571,8 +746,8 @@ def launched(results, cc):
     for lesson in LESSONS:
         for name, entry in KERNELS.get(lesson, {}).items():
             for dtype in kit[entry["dtypes"]] if entry["dtypes"] else [None]:
-                for index, launch in enumerate(launches_of(entry, dtype)):
-                    if launch.get("only", dtype) == dtype and cc >= launch.get("min_cc", 0):
+                for index, launch in enumerate(launches_of(entry, dtype, cc)):
+                    if applies(launch, dtype, cc, kit):
                         what = f"launch {index}"
                         yield (name, cc, dtype), index, launch, what, figures(results, name, cc, dtype, what)
         for tuner_name, tuner in results["lessons"][lesson]["autotuned"].items():
@@ -605,8 +780,9 @@ def test_the_table_describes_every_kernel_of_the_solutions(results):
                                 f"says {args}.")
             problems += [f"{lesson}: {name}: {arg!r} is not a kind the table knows" for arg in entry["args"]
                          if not ARG_KINDS.fullmatch(arg.split(":", 1)[-1])]
-            for dtype in ("fp32", "fp16", "bf16"):
-                for launch in launches_of(entry, dtype):
+            for cc, kit in results["kit"].items():
+                for launch in [launch for dtype in (kit[entry["dtypes"]] if entry["dtypes"] else [None])
+                               for launch in launches_of(entry, dtype, cc)]:
                     if set(launch) - OPTIONS != constexprs:
                         problems.append(f"{lesson}: {name}'s tl.constexprs are {sorted(constexprs)}; a launch in the "
                                         f"table gives {sorted(set(launch) - OPTIONS)}.")
@@ -626,8 +802,8 @@ def test_the_table_has_the_wrappers_launches(results):
     problems, covered = [], set()
     for record in results["wrapped"]:
         entry = KERNELS[record["lesson"]][record["kernel"]]
-        table = {key: value for key, value in launches_of(entry, record["dtype"])[record["index"]].items()
-                 if key not in ("only", "min_cc")}
+        table = {key: value for key, value in launches_of(entry, record["dtype"], record["cc"])[record["index"]].items()
+                 if key not in META}
         where = f"{record['kernel']} on sm_{record['cc']} ({record['dtype']}, launch {record['index']})"
         covered.add((record["lesson"], record["kernel"]))
         if "error" in record:
@@ -643,7 +819,7 @@ def test_the_table_has_the_wrappers_launches(results):
 @pytest.mark.parametrize("cc", TARGETS, ids=lambda cc: f"sm_{cc}")
 def test_every_reference_kernel_compiles(results, cc):
     failed = [f"{c['lesson']}: {c['kernel']} ({c['dtype']}, {c['what']}: {describe(c['launch'])}):\n{c['error']}"
-              for c in results["compiles"] if c["cc"] == cc and "error" in c]
+              for c in results["compiles"] if c["cc"] == cc and "error" in c and c["what"] != "probe"]
     assert not failed, f"On sm_{cc} ({TARGETS[cc][0]}):\n" + "\n\n".join(failed)
     uncovered = [f"{key[0]} ({key[2]}, {what})" for key, _, _, what, compiled in launched(results, cc)
                  if compiled is None]
@@ -666,7 +842,11 @@ def test_what_tl_dot_becomes(results, cc):
             continue
         ieee = c["launch"].get("PRECISION") == "ieee"
         expected = "none" if ieee else DOT_PATH[cc]
-        operand = {"fp32": "tf32", "fp16": "f16", "bf16": "bf16", None: "tf32"}[c["dtype"]]
+        if expected == "wgmma" and c["launch"].get("BLOCK_M", WGMMA_ROWS) < WGMMA_ROWS:
+            expected = "mma"
+        operand = {"fp32": "tf32", "fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", None: "tf32"}[c["dtype"]]
+        if operand == "e4m3" and cc >= 90 and expected == "mma":
+            operand = "f16"
         operands_right = expected == "none" or all(f".{operand}." in i for i in c["instructions"])
         if c["tensor_cores"] != expected or not operands_right:
             wrong.append(f"{c['kernel']} ({c['dtype']}, {describe(c['launch'])}): {c['tensor_cores']} "
@@ -749,12 +929,70 @@ def test_compiles_as_sm80(results, cc):
         if base is None or "error" in base:
             continue
         compared += 1
-        if any(c[key] != base[key] for key in ("shared", "tensor_cores", "instructions")):
+        if any(c[key] != base[key] for key in ("shared", "tensor_cores", "instructions", "memory")):
             different.append(f"{c['kernel']} ({c['dtype']}, {describe(c['launch'])}): {c['shared']} bytes, "
                              f"{c['instructions']} on sm_{cc}; {base['shared']} bytes, {base['instructions']} on sm_80")
     assert compared, f"nothing compiled for sm_{cc} to compare with sm_80"
     assert not different, (f"sm_{cc} no longer compiles as sm_80: compile it in full (FULL, SAME_CODE_AS):\n"
                            + "\n".join(different))
+
+
+@pytest.mark.parametrize("cc", TARGETS, ids=lambda cc: f"sm_{cc}")
+def test_fp8_compiles_where_the_lesson_gives_it(results, cc):
+    """08's FP8 kernel compiles in float8_e4m3fn exactly where its fp8_input() is float8 (has_fp8():
+    compute capability 8.9 on); elsewhere its exercise runs on copies of the 8-bit values."""
+    lesson, name, index = FP8_PROBE
+    probe = (figures(results, name, cc, "fp8e4nv", f"launch {index}") or
+             results["by_key"][name, cc, "fp8e4nv", "probe"])
+    given = results["kit"][cc][FP8_INPUT]
+    assert ("error" not in probe) == (given == ["fp8e4nv"]), (
+        f"On sm_{cc}, 08's fp8_input() is {given[0]}, and {name} in float8_e4m3fn "
+        + (f"fails to compile: {probe['error'][-400:]}" if "error" in probe else "compiles"))
+
+
+HOPPER = "08_hopper_matmul"
+DESCRIPTOR_KERNELS = ("tma_matmul_kernel", "fp8_linear_kernel")  # tl.make_tensor_descriptor's
+
+
+@pytest.mark.parametrize("cc", TARGETS, ids=lambda cc: f"sm_{cc}")
+def test_hopper_note_agrees_with_the_compiler(results, cc):
+    """What 08's hopper_note() says of this GPU, against what the lesson's launches of its kernels
+    compile to there: descriptors as TMA copies (cp.async.bulk.tensor) and tl.dot as wgmma on 9.0
+    with launch_config's tiles, as ordinary loads (ld.global, cp.async) below; FP8 natively where it
+    says so; warp specialisation's register split (setmaxnreg) in the warp-specialised kernels, and
+    (section 4) only there."""
+    kit = results["kit"][cc]
+    note = kit["hopper_note()"]
+    compiled = [(key[0], key[2], launch, c) for key, _, launch, _, c in launched(results, cc)
+                if key[0] in KERNELS[HOPPER] and c and "error" not in c]
+    descriptors = [c for name, _, _, c in compiled if name in DESCRIPTOR_KERNELS]
+    default_tiles = [c for _, _, launch, c in compiled if "given" not in launch]
+    # with launch_config's tiles: on the tests' 32 x 32 tiles (mma.sync) Triton does not split the warps
+    specialised = [c for _, _, launch, c in compiled if launch.get("WARP_SPECIALIZE") and "given" not in launch]
+    fp8 = [c for _, dtype, launch, c in compiled if dtype == "fp8e4nv" and "given" not in launch]
+    lesson, name, index = FP8_PROBE
+    fp8_probe = figures(results, name, cc, "fp8e4nv", f"launch {index}") or results["by_key"][name, cc, "fp8e4nv", "probe"]
+    claims = [  # (words of the note, whether the compiler bears them out)
+        (r"descriptors use the TMA copy engine", bool(descriptors) and all("tma" in c["memory"] for c in descriptors)),
+        (r"tl\.dot the warp-group tensor cores \(wgmma\)", all(c["tensor_cores"] == "wgmma" for c in default_tiles)),
+        (r"FP8 runs natively", bool(fp8) and all(any(".e4m3." in i for i in c["instructions"]) for c in fp8)),
+        (r"warp_specialize=True splits loads and products", bool(specialised) and
+         all("setmaxnreg" in c["memory"] for c in specialised)),
+        (r"no TMA", not any("tma" in c["memory"] for _, _, _, c in compiled)),
+        (r"descriptor loads into ordinary loads", bool(descriptors) and
+         all({"ld.global", "cp.async"} & set(c["memory"]) and "tma" not in c["memory"] for c in descriptors)),
+        (r"No FP8", not fp8 and "error" in fp8_probe),
+    ]
+    said = [(words, holds) for words, holds in claims if re.search(words, note)]
+    problems = [f"hopper_note() says /{words}/, and the compiler shows otherwise" for words, holds in said if not holds]
+    if not any("TMA" in words for words, _ in said):
+        problems.append("hopper_note() says nothing this test recognises about TMA: teach `claims` its words")
+    problems += [f"{key} ({dtype}, {describe(launch)}): setmaxnreg without warp specialisation"
+                 for key, dtype, launch, c in compiled if "setmaxnreg" in c["memory"] and not launch.get("WARP_SPECIALIZE")]
+    figures_here = sorted({f"{key} ({dtype}, {describe(launch)}): {c['shared']} bytes, {c['memory']}, "
+                           f"{c['instructions'] or 'FMAs'}" for key, dtype, launch, c in compiled})
+    assert not problems, (f"On sm_{cc} ({TARGETS[cc][0]}), 08's note: {note!r}\n" + "\n".join(problems)
+                          + "\nWhat it compiles to:\n" + "\n".join(figures_here))
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--compile"]:
