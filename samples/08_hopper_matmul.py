@@ -262,8 +262,10 @@ def fp8_linear(x8, w8, x_scale, w_scale, warp_specialize=False, **config):
             "answers": "solution",
             "edits": {"tma_matmul": [["    for name, t in [(\"a\", a), (\"b\", b)]:\n"
                                       "        if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:\n"
-                                      "            raise ValueError(f\"{name} (shape {tuple(t.shape)}, strides {t.stride()}, {t.dtype}) cannot be read by a \"\n"
-                                      "                             \"tensor descriptor: its last stride must be 1, and its first stride and its address \"\n"
+                                      "            raise ValueError(f\"{name} (shape {tuple(t.shape)}, strides {t.stride()}, {t.dtype}) "
+                                      "cannot be read by a \"\n"
+                                      "                             \"tensor descriptor: its last stride must be 1, and its first stride "
+                                      "and its address \"\n"
                                       "                             \"multiples of 16 bytes\")\n", ""]]},
             "fails": ["test_tma_alignment"],
             "why": {"test_tma_alignment": "not a multiple of 16: it should raise ValueError"}},
