@@ -615,17 +615,14 @@ answer_no_tma = "b"  # one of "a", "b", "c", "d"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_q_no_tma", "locked": true, "points": 1}
-if "answer_no_tma" not in globals():
-    raise CheckFailed('Set answer_no_tma = "a", "b", "c" or "d" in the cell above, and run it.')
-if str(answer_no_tma).strip().lower() not in ("a", "b", "c", "d"):
-    raise CheckFailed('Answer with one letter: answer_no_tma = "a", "b", "c" or "d"')
+check_choice(globals().get("answer_no_tma"), "answer_no_tma")
 print("Your answer is recorded; it is checked when your notebook is graded.")
 ### BEGIN HIDDEN TESTS
-if str(answer_no_tma).strip().lower() != "b":
-    raise CheckFailed("Not the right answer: on GPUs without TMA, Triton lowers descriptor loads and stores to "
-                      "ordinary masked loads and stores (Triton 3.9 for compute capability 8.0 emits mma.sync and "
-                      "no cp.async.bulk.tensor for an fp16 tma_matmul_kernel; at 4096^3 the same cp.async loads "
-                      "and 64 KB of shared memory as lesson 6's kernel): right answers, without the copy engine.")
+check_choice(answer_no_tma, "answer_no_tma", expected="b",
+             why="On GPUs without TMA, Triton lowers descriptor loads and stores to ordinary masked loads and "
+                 "stores (Triton 3.9 for compute capability 8.0 emits mma.sync and no cp.async.bulk.tensor for an "
+                 "fp16 tma_matmul_kernel; at 4096^3 the same cp.async loads and 64 KB of shared memory as lesson "
+                 "6's kernel): right answers, without the copy engine.")
 ### END HIDDEN TESTS
 
 # %% [markdown]

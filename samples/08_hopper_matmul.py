@@ -181,7 +181,7 @@ def fp8_linear(x8, w8, x_scale, w_scale, warp_specialize=False, **config):
                      "test_to_fp8_rows_hidden", "test_waves", "test_waves_hidden", "written_warp_specialize"],
            "why": {"test_tma_matmul": "tma_matmul is still the exercise stub",
                    "test_tma_alignment": "tma_matmul is still the exercise stub",
-                   "test_q_no_tma": "Set answer_no_tma"}},
+                   "test_q_no_tma": "answer_no_tma is not set"}},
     "cy": {"about": "torch in place of the kernels: tma_matmul returns torch.matmul(a, b), fp8_linear multiplies "
                     "the scaled 8-bit values with torch.mm, and persistent_matmul's grid function, which "
                     "Triton's launcher calls, writes torch.matmul's product into C while its kernel gets "
