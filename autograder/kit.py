@@ -3,6 +3,7 @@
 # interpreter on the CPU when there is none) and defines the helpers the tests use to explain
 # what went wrong. You do not need to read it to do the exercises.
 import contextlib
+import dataclasses
 import math
 import os
 import sys
@@ -483,6 +484,8 @@ def _host_copies(args, kwargs):
     def gather(value):
         if isinstance(value, torch.Tensor):
             tensors.append(value)
+        elif _is_host_descriptor(value):
+            tensors.append(value.base)
         elif isinstance(value, tuple):
             for v in value:
                 gather(v)
@@ -498,6 +501,8 @@ def _host_copies(args, kwargs):
     def host(value):
         if isinstance(value, tuple):
             return type(value)(*map(host, value)) if hasattr(value, "_fields") else tuple(map(host, value))
+        if _is_host_descriptor(value):
+            return dataclasses.replace(value, base=host(value.base))
         if not isinstance(value, torch.Tensor):
             return value
         copy = _empty(0, dtype=value.dtype, device="cpu")
@@ -689,6 +694,22 @@ def _storage(tensor):
     return tensor.untyped_storage().data_ptr()
 
 
+def _tensors_handed(args, kwargs):
+    """The tensors a launch was given: its tensor arguments, and the tensor behind each host-side
+    tensor descriptor (triton.tools.tensor_descriptor.TensorDescriptor, whose `base` the kernel reads
+    and writes through the copy engine)."""
+    for arg in (*args, *kwargs.values()):
+        if isinstance(arg, torch.Tensor):
+            yield arg
+        elif _is_host_descriptor(arg):
+            yield arg.base
+
+
+def _is_host_descriptor(value):
+    return type(value).__name__ == "TensorDescriptor" and dataclasses.is_dataclass(value) and \
+        isinstance(getattr(value, "base", None), torch.Tensor)
+
+
 def _kernel_classes():
     """What `kernel[grid](...)` runs: jitted (or interpreted) functions, and the autotuners and
     heuristics that wrap them."""
@@ -719,8 +740,7 @@ def count_launches():
                 launches.append(getattr(kernel, "__name__", "kernel"))
             launches.books += 1
             try:
-                launches.storages.update(_storage(a) for a in (*args, *kwargs.values())
-                                         if isinstance(a, torch.Tensor))
+                launches.storages.update(_storage(t) for t in _tensors_handed(args, kwargs))
             finally:
                 launches.books -= 1
             launches.inside += 1
@@ -821,10 +841,15 @@ class _InstrumentCalled(BaseException):
     says why. Not an Exception, so that the answer's own `except Exception` does not carry on."""
 
 
+def name_of(answer):
+    """An answer's name, also when the notebook bound it to a functools.partial of its function."""
+    return getattr(answer, "__name__", None) or getattr(getattr(answer, "func", None), "__name__", "your function")
+
+
 def call_answer(fn, *args, name=None, **kwargs):
     """Call a student's function; a stub or a kernel that cannot run becomes a message about what to do."""
     __tracebackhide__ = True
-    name = name or getattr(fn, "__name__", "your function")
+    name = name or name_of(fn)
     instruments = []  # the kit's instruments the answer calls (see _instrument)
     try:
         with _loads_in_bounds():
@@ -992,11 +1017,19 @@ def _median_of_runs(timed_call):
     machine does not become the result. timed_call() returns the milliseconds it measured. Under the
     interpreter, whose timings describe only the CPU and grade nothing, one call: every lesson's
     sweeps run there in a fraction of the time."""
-    least, seconds = (5, 0.3) if ON_GPU else (1, 0.0)
-    runs, until = [], _clock() + seconds
-    while len(runs) < least or (len(runs) < 25 and _clock() < until):
-        runs.append(timed_call())
-    return float(np.median(runs))
+    return _medians_of_runs([timed_call])[0]
+
+
+def _medians_of_runs(timed_calls):
+    """_median_of_runs of each timed call, the calls taken in turns (one run of each per round), so
+    that whatever drifts during the measurement (the GPU's clocks, the machine's load) moves all of
+    them alike."""
+    least, seconds = (5, 0.3 * len(timed_calls)) if ON_GPU else (1, 0.0)
+    runs, until = [[] for _ in timed_calls], _clock() + seconds
+    while len(runs[0]) < least or (len(runs[0]) < 25 and _clock() < until):
+        for timed_call, times in zip(timed_calls, runs):
+            times.append(timed_call())
+    return [float(np.median(times)) for times in runs]
 
 
 def _fresh_generator(device):
@@ -1025,12 +1058,31 @@ _ROUND_BYTES = 2 * 2**30
 
 
 def _bench_fresh(fn, inputs, expect, atol, rtol):
+    __tracebackhide__ = True
+    timed_call = _fresh_timer(fn, inputs, expect, atol, rtol)
+    with _grader_turn(b"s"):
+        return max(_median_of_runs(timed_call), 1e-6)
+
+
+def bench_against(fn, reference, *inputs, expect=None, atol=None, rtol=None):
+    """(ours, theirs): bench_ms(fn, *inputs, expect=...) and bench_ms(reference, *inputs), timed in
+    turns, one run of each per round, so that a GPU whose clocks drift during the test slows (or
+    speeds) both alike: a performance test's ratio compares the two under the same conditions."""
+    __tracebackhide__ = True
+    _instrument("bench_against")
+    with _timing():
+        timed_calls = [_fresh_timer(fn, inputs, expect, atol, rtol), _fresh_timer(reference, inputs, None, None, None)]
+        with _grader_turn(b"s"):
+            return tuple(max(ms, 1e-6) for ms in _medians_of_runs(timed_calls))
+
+
+def _fresh_timer(fn, inputs, expect, atol, rtol):
     """bench_ms with inputs: fresh values before every call, every result checked, the calls timed
     until the GPU is idle (wall clock). A round times one call, then K calls on K input sets (the
     given inputs and copies of their layout) launched back to back: the time of one call is the
     difference over K - 1. So the fixed cost of starting and waiting for the GPU (tens of
     microseconds, as long as a small kernel) cancels out, and the wall clock still covers every
-    stream. Refilling and checking happen outside the timed part."""
+    stream. Refilling and checking happen outside the timed part. Returns the round, compiled."""
     __tracebackhide__ = True
     name = getattr(fn, "__name__", "<lambda>").replace("<lambda>", "the timed function")
     nbytes = sum(t.untyped_storage().nbytes() for t in inputs if isinstance(t, torch.Tensor))
@@ -1060,8 +1112,7 @@ def _bench_fresh(fn, inputs, expect, atol, rtol):
 
     with _kernels_on_the_gpu(name):
         timed(sets)  # compile (the first call with new arguments) outside the measurement
-    with _grader_turn(b"s"):
-        return max(_median_of_runs(timed_call), 1e-6)
+    return timed_call
 
 
 @contextlib.contextmanager
@@ -1180,8 +1231,15 @@ def torch_compiled(fn, *example):
         return None
 
 
-def plot_bandwidth(sizes, series, title, roof=None, xlabel="elements", logy=False):
-    """GB/s against problem size, one line per implementation, with the copy bandwidth as the roof."""
+def describe_matmul(a, b):
+    """How a test names a product's operands: shapes, dtype, and strides when not contiguous."""
+    layout = "contiguous" if a.is_contiguous() and b.is_contiguous() else f"strides {a.stride()} and {b.stride()}"
+    return (f"({a.shape[0]}, {a.shape[1]}) @ ({b.shape[0]}, {b.shape[1]}), "
+            f"{str(a.dtype).removeprefix('torch.')}, {layout}")
+
+
+def _plot(sizes, series, title, ylabel, xlabel, roof=None, logy=False):
+    """One line per implementation against problem size (log 2 axis), with an optional roof line."""
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4))
     for label, values in series.items():
@@ -1192,11 +1250,21 @@ def plot_bandwidth(sizes, series, title, roof=None, xlabel="elements", logy=Fals
     ax.set_xlabel(xlabel)
     if logy or not ON_GPU:  # the interpreter is far slower than torch on the CPU: a log axis shows both
         ax.set_yscale("log")
-    ax.set_ylabel("GB/s")
+    ax.set_ylabel(ylabel)
     ax.set_title(title + ("" if ON_GPU else " (interpreter: not GPU numbers)"))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     plt.show()
+
+
+def plot_bandwidth(sizes, series, title, roof=None, xlabel="elements", logy=False):
+    """GB/s against problem size, one line per implementation, with the copy bandwidth as the roof."""
+    _plot(sizes, series, title, "GB/s", xlabel, roof=roof, logy=logy)
+
+
+def plot_tflops(sizes, series, title, xlabel="M = N = K"):
+    """TFLOP/s against problem size, one line per implementation."""
+    _plot(sizes, series, title, "TFLOP/s", xlabel)
 
 
 _show_failed_checks_briefly()

@@ -1159,7 +1159,9 @@ for i in (0, -1):
 # ## Exercise 7: as fast as `torch.softmax` (2 points)
 #
 # No new code: on a GPU this test times your `softmax` and `torch.softmax` on a 4096 x 4096 fp32
-# matrix, and expects yours to be at least **0.9 times as fast** as torch's (it should be faster).
+# matrix, and expects yours to be at least **0.8 times as fast** as torch's (it should be as fast or
+# faster: on an H200 the course's own kernel measured 0.89x to 1.24x of torch's from one run of this
+# test to the next, so the target leaves that spread room).
 # Under the interpreter it prints the times and passes. (The target is relative to torch's kernel,
 # timed in the same test on the same GPU, so no other GPU's figure enters it: a T4 is held to its
 # own torch. Both kernels move the same bytes, one read and one write of the matrix, so a softmax
@@ -1174,15 +1176,15 @@ expect_launched(launches, "softmax", out)
 check_output(out, torch.softmax(x, dim=-1), name="softmax")
 del out
 with exclusive_gpu():  # under the grader, no other notebook runs on the GPU meanwhile
-    ours = bench_ms(softmax, x, expect=lambda x: torch.softmax(x, dim=-1))
-    theirs = bench_ms(lambda x: torch.softmax(x, dim=-1), x)
+    ours, theirs = bench_against(softmax, lambda x: torch.softmax(x, dim=-1), x,
+                                 expect=lambda x: torch.softmax(x, dim=-1))
 nbytes = 2 * x.numel() * x.element_size()
 verdict = (f"softmax on {n_rows} x {n_cols}: yours {ours:.4g} ms ({gbps(nbytes, ours):.0f} GB/s), "
            f"torch.softmax {theirs:.4g} ms ({gbps(nbytes, theirs):.0f} GB/s): "
-           f"{theirs / ours:.2f}x torch's speed; the target is 0.9x.")
+           f"{theirs / ours:.2f}x torch's speed; the target is 0.8x.")
 if not ON_GPU:
-    advisory("softmax for at least 0.9x the speed of\ntorch.softmax")
-elif ours * 0.9 > theirs:
+    advisory("softmax for at least 0.8x the speed of\ntorch.softmax")
+elif ours * 0.8 > theirs:
     raise CheckFailed(f"{verdict} Does each program load its row once and keep it in registers "
                       "(one tl.load, one tl.store)? Is BLOCK_N = next_power_of_2(n_cols), and "
                       "num_warps=warps_for(ROWS * BLOCK_N)?")

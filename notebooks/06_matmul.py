@@ -506,11 +506,6 @@ def check_product(out, a, b, what, untouched=(), bias=None, relu=False, block_k=
                  hint=hint)
 
 
-def describe(a, b):
-    layout = "contiguous" if a.is_contiguous() and b.is_contiguous() else f"strides {a.stride()} and {b.stride()}"
-    return f"({a.shape[0]}, {a.shape[1]}) @ ({b.shape[0]}, {b.shape[1]}), {str(a.dtype).removeprefix('torch.')}, {layout}"
-
-
 def run_matmul_kernel(a, b, transposed_c=False, **blocks):
     """Launch matmul_kernel on a and b into a guarded output (C's transpose, when asked: strides
     (1, M)), and check the result."""
@@ -521,7 +516,7 @@ def run_matmul_kernel(a, b, transposed_c=False, **blocks):
     grid = (triton.cdiv(M, blocks["BLOCK_M"]) * triton.cdiv(N, blocks["BLOCK_N"]),)
     call_answer(lambda: matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                             c.stride(0), c.stride(1), **blocks), name="matmul_kernel")
-    what = f"matmul_kernel on {describe(a, b)}{', into a transposed C' if transposed_c else ''}, " + \
+    what = f"matmul_kernel on {describe_matmul(a, b)}{', into a transposed C' if transposed_c else ''}, " + \
         ", ".join(f"{k}={v}" for k, v in blocks.items())
     check_product(c, a, b, what, untouched, block_k=blocks["BLOCK_K"])
 
@@ -614,8 +609,8 @@ def run_product(answer, a, b, call_with=None, bias=None, relu=False, **blocks):
     counted launches; check that a kernel computed the result, that it equals a @ b (+ bias, then
     ReLU) and is contiguous, and that the inputs are unchanged. Returns the launches."""
     args = call_with or (a, b)
-    name = answer.__name__
-    what = f"{name} on {describe(a, b)}" + "".join(f", {k}={v}" for k, v in blocks.items())
+    name = name_of(answer)
+    what = f"{name} on {describe_matmul(a, b)}" + "".join(f", {k}={v}" for k, v in blocks.items())
     untouched = [(whole(t), whole(t).clone()) for t in args]
     with guarded_allocations(), count_launches() as launches:
         out = call_answer(answer, *args, name=name, **blocks)
@@ -1063,7 +1058,6 @@ if not ON_GPU:
           "next to a product of about 0.2 ms.")
 del x, weight, bias
 
-
 # %% [markdown]
 # ## 8. Against cuBLAS
 #
@@ -1107,22 +1101,6 @@ del x, weight, bias
 #   which replay the launches without Python, `matmul_tuned` reached 0.95x at 2048.
 
 # %%
-def plot_tflops(sizes, series, title):
-    """TFLOP/s against the matrix side, one line per implementation."""
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, values in series.items():
-        ax.plot(sizes, values, marker="o", label=label)
-    ax.set_xscale("log", base=2)
-    if not ON_GPU:  # the interpreter is far slower than torch on the CPU: a log axis shows both
-        ax.set_yscale("log")
-    ax.set_xlabel("M = N = K")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(title + ("" if ON_GPU else " (interpreter: not GPU numbers)"))
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    plt.show()
-
-
 x = rand(40, 50, dtype=dtype)
 with guarded_allocations():  # first make sure that matmul_tuned is right: a stub or a bug stops here
     check_product(call_answer(matmul_tuned, x, x.t()), x, x.t(), "matmul_tuned")
@@ -1160,8 +1138,8 @@ with guarded_allocations():
 a, b = rand(side, side, dtype=dtype), rand(side, side, dtype=dtype)
 with exclusive_gpu():  # under the grader, no other notebook runs on the GPU meanwhile
     atol, rtol = product_tolerance(dtype, side)
-    ours = bench_ms(lambda a, b: call_answer(matmul_tuned, a, b), a, b, expect=expected_product, atol=atol, rtol=rtol)
-    theirs = bench_ms(torch.matmul, a, b)
+    ours, theirs = bench_against(lambda a, b: call_answer(matmul_tuned, a, b), torch.matmul, a, b,
+                                 expect=expected_product, atol=atol, rtol=rtol)
 with count_launches() as launches:  # tuned already: only the answer's own launches are counted
     out = call_answer(matmul_tuned, a, b)
 expect_launched(launches, "matmul_tuned", out)

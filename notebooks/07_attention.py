@@ -929,9 +929,8 @@ with guarded_allocations():
 q, k, v = attention_inputs(B, H, N, d, dtype)
 with exclusive_gpu():  # under the grader, no other notebook runs on the GPU meanwhile
     atol, rtol = attention_tolerance(dtype)
-    ours = bench_ms(lambda q, k, v: call_answer(attention, q, k, v)[0], q, k, v,
-                    expect=lambda q, k, v: reference_attention(q, k, v)[0], atol=atol, rtol=rtol)
-    theirs = bench_ms(sdpa_flash, q, k, v)
+    ours, theirs = bench_against(lambda q, k, v: call_answer(attention, q, k, v)[0], sdpa_flash, q, k, v,
+                                 expect=lambda q, k, v: reference_attention(q, k, v)[0], atol=atol, rtol=rtol)
 with count_launches() as launches:  # compiled already: only the answer's own launches are counted
     o, lse = call_answer(attention, q, k, v)
 expect_launched(launches, "attention", o)

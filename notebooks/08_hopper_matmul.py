@@ -301,22 +301,11 @@ def tflops(M, N, K, ms):
     return 2 * M * N * K / (ms * 1e-3) / 1e12
 
 
-def describe(a, b):
-    layout = "contiguous" if a.is_contiguous() and b.is_contiguous() else f"strides {a.stride()} and {b.stride()}"
-    return (f"({a.shape[0]}, {a.shape[1]}) @ ({b.shape[0]}, {b.shape[1]}), "
-            f"{str(a.dtype).removeprefix('torch.')}, {layout}")
-
-
-def name_of(answer):
-    """An answer's name, also when the notebook bound it to a functools.partial of its function."""
-    return getattr(answer, "__name__", None) or getattr(getattr(answer, "func", None), "__name__", "your function")
-
-
 def check_matmul(answer, a, b, **kwargs):
     """answer(a, b, **kwargs) with guarded allocations and counted launches: a kernel computed it, it
     equals a @ b in fp32 rounded to a's dtype, and the inputs are unchanged."""
     name = name_of(answer)
-    what = f"{name} on {describe(a, b)}" + "".join(f", {k}={v}" for k, v in kwargs.items())
+    what = f"{name} on {describe_matmul(a, b)}" + "".join(f", {k}={v}" for k, v in kwargs.items())
     untouched = [(t, t.clone()) for t in (a, b)]
     with guarded_allocations(), count_launches() as launches:
         out = call_answer(answer, a, b, name=name, **kwargs)
@@ -458,9 +447,8 @@ del a, b
 # meanwhile. A store through a descriptor likewise writes only the part of the block inside the
 # matrix. Triton makes the descriptor inside the kernel (a small record in global memory, in a
 # buffer it asks torch for through `triton.set_allocator`: the helpers above set one) or takes one
-# made on the host (`triton.tools.tensor_descriptor.TensorDescriptor`). This lesson makes them in
-# the kernel, and its tests expect that: they check that the tensors your function returns were
-# handed to a kernel, and a host descriptor hides its tensor from that check.
+# made on the host (`triton.tools.tensor_descriptor.TensorDescriptor`, handed to the kernel as an
+# argument). This lesson makes them in the kernel; the tests accept either.
 #
 # **The rule the copy engine asks in return: 16-byte alignment.** The base address must be a
 # multiple of 16 bytes, every stride but the last too, and the last dimension must be contiguous
@@ -544,11 +532,11 @@ def check_refused_or_right(answer, a, b, why):
     except CheckFailed as failure:
         if "still the exercise stub" in str(failure):
             raise
-        raise CheckFailed(f"{name_of(answer)} on {describe(a, b)}, where {why}: it should raise ValueError "
+        raise CheckFailed(f"{name_of(answer)} on {describe_matmul(a, b)}, where {why}: it should raise ValueError "
                           f"(or read this operand another way and return the right answer). {failure}") from None
     except (ValueError, AssertionError) as error:
         if not str(error).strip():
-            raise CheckFailed(f"{name_of(answer)} refused {describe(a, b)} without a message: say what is wrong "
+            raise CheckFailed(f"{name_of(answer)} refused {describe_matmul(a, b)} without a message: say what is wrong "
                               f"({why}), so that its caller can fix it.") from None
 
 
@@ -924,25 +912,6 @@ print("fp8_linear passed the hidden tests.")
 # fp16 figure. `docs/benchmarks.md` has the course's measurements of every step.
 
 # %%
-import matplotlib.pyplot as plt
-
-
-def plot_tflops(sizes, series, title):
-    """TFLOP/s against the matrix side, one line per implementation."""
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, values in series.items():
-        ax.plot(sizes, values, marker="o", label=label)
-    ax.set_xscale("log", base=2)
-    if not ON_GPU:
-        ax.set_yscale("log")
-    ax.set_xlabel("M = N = K")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(title + ("" if ON_GPU else " (interpreter: not GPU numbers)"))
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    plt.show()
-
-
 dtype = matmul_dtypes()[0]
 sides = [1024, 2048, 4096, 8192] if ON_GPU else [64, 128]
 speeds = {"torch.matmul (cuBLAS)": [], "tma_matmul": [], "persistent_matmul": [],
@@ -981,9 +950,8 @@ check_matmul(tma_matmul, matrix(16, 16, dtype), matrix(16, 16, dtype))  # a tiny
 a, b = rand(side, side, dtype=dtype), rand(side, side, dtype=dtype)
 with exclusive_gpu():  # under the grader, no other notebook runs on the GPU meanwhile
     atol, rtol = matmul_tolerance(dtype, side)
-    ours = bench_ms(lambda a, b: call_answer(tma_matmul, a, b), a, b,
-                    expect=lambda a, b: (a.float() @ b.float()).to(a.dtype), atol=atol, rtol=rtol)
-    theirs = bench_ms(torch.matmul, a, b)
+    ours, theirs = bench_against(lambda a, b: call_answer(tma_matmul, a, b), torch.matmul, a, b,
+                                 expect=lambda a, b: (a.float() @ b.float()).to(a.dtype), atol=atol, rtol=rtol)
 with count_launches() as launches:
     out = call_answer(tma_matmul, a, b)
 expect_launched(launches, "tma_matmul", out)

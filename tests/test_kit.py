@@ -519,10 +519,58 @@ def test_an_output_no_kernel_was_given_is_caught():
         expect_launched(launches, "add", out)
 
 
+@triton.jit
+def copy_by_descriptor(x_desc, out_desc, BLOCK: tl.constexpr):
+    offset = tl.program_id(0) * BLOCK
+    out_desc.store([offset], x_desc.load([offset]))
+
+
+def test_an_output_handed_to_a_kernel_through_a_host_descriptor_counts_as_given():
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    x = rand(64)
+    with count_launches() as launches:
+        out = torch.empty_like(x)
+        copy_by_descriptor[(4,)](TensorDescriptor.from_tensor(x, [16]), TensorDescriptor.from_tensor(out, [16]),
+                                 BLOCK=16)
+    expect_launched(launches, "copy", out)  # the kernel wrote `out` through its descriptor
+    check_output(out, x)
+    with count_launches() as launches, pytest.raises(CheckFailed, match="none of its kernels was given"):
+        other = torch.empty_like(x)
+        copy_by_descriptor[(4,)](TensorDescriptor.from_tensor(x, [16]), TensorDescriptor.from_tensor(other, [16]),
+                                 BLOCK=16)
+        expect_launched(launches, "copy", x.clone())
+
+
+def test_a_partial_of_a_stub_is_named_after_its_function():
+    import functools
+
+    def matmul_tuned(x, BLOCK):
+        raise NotImplementedError()
+    with pytest.raises(CheckFailed, match="matmul_tuned is still the exercise stub"):
+        call_answer(functools.partial(matmul_tuned, BLOCK=16), rand(4))
+
+
 def test_a_stub_kernel_is_reported_as_a_stub():
     x = rand(16)
     with pytest.raises(CheckFailed, match="still the exercise stub"):
         call_answer(lambda: stub_kernel[(1,)](x, 16, BLOCK=16), name="stub_kernel")
+
+
+def test_bench_against_times_both_on_fresh_inputs_and_checks_only_ours():
+    x = rand(1000)
+    seen = []
+
+    def reference(x):
+        seen.append(x.clone())
+        return x * 2
+
+    def wrong(x):  # a result kept from the first call: a timed run's fresh inputs show it
+        return torch.zeros_like(x)
+    ours, theirs = kit.bench_against(lambda x: call_answer(launch, masked_add, x, x, torch.empty_like(x), 4), reference,
+                                     x, expect=lambda x: x + x)
+    assert ours > 0 and theirs > 0 and len(seen) >= 2 and not torch.equal(seen[0], seen[1])
+    with pytest.raises(CheckFailed, match="in a timed run"):
+        kit.bench_against(wrong, reference, x, expect=lambda x: x + x)
 
 
 def test_fresh_inputs_differ_every_call():
@@ -595,10 +643,11 @@ def test_a_compute_bound_test_grades_where_graded_and_advises_elsewhere(capsys):
     assert printed.count(verdict) == 2 and "Advisory only" in printed and "0.75x of cuBLAS" in printed
 
 
-@pytest.mark.parametrize("instrument", ["bench_ms", "copy_bandwidth"])
+@pytest.mark.parametrize("instrument", ["bench_ms", "bench_against", "copy_bandwidth"])
 def test_an_answer_that_calls_the_kits_instruments_is_told_so(instrument):
     def time_gpu(fn, repeats=20):
-        return kit.bench_ms(fn) if instrument == "bench_ms" else kit.copy_bandwidth()
+        return {"bench_ms": lambda: kit.bench_ms(fn), "bench_against": lambda: kit.bench_against(fn, fn, rand(4)),
+                "copy_bandwidth": kit.copy_bandwidth}[instrument]()
 
     with pytest.raises(CheckFailed, match=rf"time_gpu calls the kit's {instrument}, the instrument the course "
                                           "measures answers with"):
