@@ -37,10 +37,10 @@ BEGIN, END = "<!-- calibration: begin (written by benchmarks/calibrate.py) -->",
 # The tests' own words for the figure they grade: a fraction of the copy bandwidth, or of the vendor's speed.
 FIGURE = re.compile(r"(\d+)% of this device's copy bandwidth|: ([\d.]+)x (?:cuBLAS|SDPA|torch\._scaled_mm)")
 
-# lesson -> (its performance test, {label: variant}); a variant is a sample (edits, replace, add_cells)
+# lesson -> {its performance test: {label: variant}}; a variant is a sample (edits, replace, add_cells)
 # with "should": "pass" or "miss", and "like": a sample of the class whose answers it edits.
 VARIANTS = {
-    "02_vector_add": ("test_add_performance", {
+    "02_vector_add": {"test_add_performance": {
         "blocks of 256": {"should": "pass", "edits": {"add": [["BLOCK_SIZE = 1024", "BLOCK_SIZE = 256"]]}},
         "blocks of 4096": {"should": "pass", "edits": {"add": [["BLOCK_SIZE = 1024", "BLOCK_SIZE = 4096"]]}},
         "blocks of 1024, 8 warps": {"should": "pass", "edits": {"add": [[
@@ -48,23 +48,23 @@ VARIANTS = {
         "blocks of 32": {"should": "miss", "edits": {"add": [["BLOCK_SIZE = 1024", "BLOCK_SIZE = 32"]]}},
         "copies of both inputs first": {"should": "miss", "edits": {"add": [[
             "x, y = x.contiguous(), y.contiguous()", "x, y = x.clone(), y.clone()"]]}},
-    }),
-    "03_masking": ("test_copy_2d_performance", {
+    }},
+    "03_masking": {"test_copy_2d_performance": {
         "32 x 32 tiles": {"should": "pass", "edits": {"copy_2d": [["BLOCK_M, BLOCK_N = 64, 64", "BLOCK_M, BLOCK_N = 32, 32"]]}},
         "32 x 128 tiles": {"should": "pass", "edits": {"copy_2d": [["BLOCK_M, BLOCK_N = 64, 64", "BLOCK_M, BLOCK_N = 32, 128"]]}},
         "8 x 8 tiles": {"should": "miss", "edits": {"copy_2d": [["BLOCK_M, BLOCK_N = 64, 64", "BLOCK_M, BLOCK_N = 8, 8"]]}},
         "x.contiguous() first": {"should": "miss", "edits": {"copy_2d": [[
             "    M, N = x.shape\n", "    x = x.contiguous()\n    M, N = x.shape\n"]]}},
-    }),
-    "04_fusion": ("test_ten_ops_performance", {
+    }},
+    "04_fusion": {"test_ten_ops_performance": {
         "blocks of 256": {"should": "pass", "edits": {"ten_ops": [["BLOCK_SIZE = 1024", "BLOCK_SIZE = 256"]]}},
         "relu as tl.where, clamp as tl.where": {"should": "pass", "edits": {"ten_ops_kernel": [
             ["y = tl.maximum(y, 0.0)", "y = tl.where(y > 0, y, 0.0)"], ["y = tl.minimum(y, 3.0)", "y = tl.where(y < 3.0, y, 3.0)"]]}},
         "sigmoid written out, 1 / (1 + exp(-y))": {"should": "pass", "edits": {"ten_ops_kernel": [
             ["y = tl.sigmoid(y)", "y = 1.0 / (1.0 + tl.exp(-y))"]]}},
         "blocks of 32": {"should": "miss", "edits": {"ten_ops": [["BLOCK_SIZE = 1024", "BLOCK_SIZE = 32"]]}},
-    }),
-    "05_layernorm": ("test_layer_norm_forward_performance", {
+    }},
+    "05_layernorm": {"test_layer_norm_forward_performance": {
         "the reference with 8 warps (the warps of Triton's layer-norm tutorial)": {"should": "pass", "edits": {"layer_norm_forward": [[
             "num_warps = max(1, min(8, BLOCK_SIZE // 512))", "num_warps = 8"]]}},
         "the reference with 2 warps": {"should": "pass", "edits": {"layer_norm_forward": [[
@@ -81,8 +81,8 @@ VARIANTS = {
                                    ["warps = 4", "warps = max(1, min(16, block // 512))"]]}},
         "blocks of 256": {"should": "miss", "edits": {"layer_norm_forward": [[
             "BLOCK_SIZE = min(triton.next_power_of_2(n_cols), 16384)", "BLOCK_SIZE = 256"]]}},
-    }),
-    "06_matmul": ("test_matmul_performance", {
+    }},
+    "06_matmul": {"test_matmul_performance": {
         # Every tile then comes through registers instead of straight into shared memory: 06 teaches it.
         "loads without other=, masked lanes zeroed with tl.where": {"should": "miss", "edits": {"matmul_kernel": [
             ["        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K - k), other=0.0)\n"
@@ -105,14 +105,14 @@ VARIANTS = {
         "copies of both inputs first (a.clone(), b.clone())": {"should": "pass", "edits": {"matmul_tuned": [
             ["    c = torch.empty((M, N), dtype=a.dtype, device=a.device)\n",
              "    a, b = a.clone(), b.clone()\n    c = torch.empty((M, N), dtype=a.dtype, device=a.device)\n"]]}},
-    }),
-    "07_attention": ("test_attention_performance", {
+    }},
+    "07_attention": {"test_attention_performance": {
         "64 x 32 blocks": {"should": "pass", "add_cells": [["attention", "from functools import partial\n\n"
                                                              "attention = partial(attention, BLOCK_M=64, BLOCK_N=32)"]]},
         "16 x 16 blocks": {"should": "miss", "add_cells": [["attention", "from functools import partial\n\n"
                                                              "attention = partial(attention, BLOCK_M=16, BLOCK_N=16)"]]},
-    }),
-    "08_hopper_matmul": ("test_tma_matmul_performance", {
+    }},
+    "08_hopper_matmul": {"test_tma_matmul_performance": {
         "warp-specialised": {"should": "pass", "add_cells": [["tma_matmul", "from functools import partial\n\n"
                                                               "tma_matmul = partial(tma_matmul, warp_specialize=True)"]]},
         "128 x 128 x 64 tiles, 8 warps, 4 stages": {"should": "pass", "add_cells": [["tma_matmul", (
@@ -123,7 +123,37 @@ VARIANTS = {
         "64 x 64 x 32 tiles": {"should": "miss", "add_cells": [["tma_matmul", (
             "from functools import partial\n\ntma_matmul = partial(tma_matmul, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, "
             "GROUP_M=8, num_warps=4, num_stages=3)")]]},
-    }),
+    }},
+    "09_attention_training": {
+        "test_forward_performance": {
+            "pointers instead of descriptors": {"should": "pass", "add_cells": [["attention_forward", (
+                "from functools import partial\n\nattention_forward = partial(attention_forward, DESCRIPTORS=False)")]]},
+            "warp-specialised": {"should": "pass", "add_cells": [["attention_forward", (
+                "from functools import partial\n\nattention_forward = partial(attention_forward, WARP_SPECIALIZE=True)")]]},
+            "lesson 7's blocks: 64 queries, 32 keys, 4 warps, 2 stages, pointers": {"should": "pass", "add_cells": [[
+                "attention_forward", "from functools import partial\n\nattention_forward = partial(attention_forward, "
+                "BLOCK_M=64, BLOCK_N=32, num_warps=4, num_stages=2, DESCRIPTORS=False)"]]},
+            "every block masked": {"should": "pass", "edits": {"attention_forward": [[
+                "offs_m, 0, diagonal, N, qk_scale, HEAD_DIM, BLOCK_N, False,",
+                "offs_m, 0, diagonal, N, qk_scale, HEAD_DIM, BLOCK_N, True,"]]}},
+            "32 x 16 blocks, 4 warps, 1 stage": {"should": "miss", "add_cells": [[
+                "attention_forward", "from functools import partial\n\nattention_forward = partial(attention_forward, "
+                "BLOCK_M=32, BLOCK_N=16, num_warps=4, num_stages=1)"]]},
+        },
+        "test_backward_performance": {
+            "64 keys per program, 32 per step": {"should": "pass", "add_cells": [[
+                "attention_backward", "from functools import partial\n\nattention_backward = partial(attention_backward, "
+                "BLOCK_OWN=64, BLOCK_STEP=32)"]]},
+            "2 stages": {"should": "pass", "add_cells": [[
+                "attention_backward", "from functools import partial\n\nattention_backward = partial(attention_backward, "
+                "num_stages=2)"]]},
+            "every block masked": {"should": "pass", "edits": {"attention_backward": [[
+                "BLOCK_STEP, False, CAUSAL)", "BLOCK_STEP, True, CAUSAL)"]]}},
+            "32 keys per program, 16 per step, 4 warps, 1 stage": {"should": "miss", "add_cells": [[
+                "attention_backward", "from functools import partial\n\nattention_backward = partial(attention_backward, "
+                "BLOCK_OWN=32, BLOCK_STEP=16, num_warps=4, num_stages=1)"]]},
+        },
+    },
 }
 
 
@@ -155,14 +185,13 @@ def variants_of(course, lesson, test):
         fails = expected_here(sample, on_gpu=True)["fails"]
         if sample["answers"] == "solution" and not [f for f in fails if f != test and not f.startswith("written_")]:
             chosen[f"sample {student}: {sample['about']}"] = {**sample, "should": "miss" if test in fails else "pass"}
-    for label, variant in VARIANTS[lesson][1].items():
+    for label, variant in VARIANTS[lesson][test].items():
         like = samples[variant["like"]] if "like" in variant else {}
         chosen[label] = {"answers": "solution", "fails": [], "replace": like.get("replace", {}), **variant}
     return chosen
 
 
-def calibrate(course, lesson, rounds):
-    test = VARIANTS[lesson][0]
+def calibrate(course, lesson, test, rounds):
     rows = []
     for label, sample in variants_of(course, lesson, test).items():
         results = [measure(course, lesson, test, label, sample) for _ in range(rounds)]
@@ -172,7 +201,7 @@ def calibrate(course, lesson, rounds):
         print(f"  {label[:70]:70} should {sample['should']}: {verdict:7} {rows[-1][3]}", flush=True)
         if verdict != sample["should"]:
             print(f"    {results[-1][2]}")
-    return test, rows
+    return rows
 
 
 def table(lesson, test, rows):
@@ -202,8 +231,9 @@ def main():
     print(header, flush=True)
     tables = []
     for lesson in options.only or sorted(VARIANTS):
-        print(f"\n{lesson}", flush=True)
-        tables.append(table(lesson, *calibrate(course, lesson, options.rounds)))
+        for test in VARIANTS[lesson]:
+            print(f"\n{lesson}, {test}", flush=True)
+            tables.append(table(lesson, test, calibrate(course, lesson, test, options.rounds)))
     print(f"\n{time.monotonic() - started:.0f} s")
     if not options.only and not options.without_gpu:
         text = DOC.read_text()

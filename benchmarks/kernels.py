@@ -252,12 +252,63 @@ def hopper_matmul(kit, lesson, dtype="float16", rounds=3):
             {"eager": (vendor, vendor), "compile": ("ours, warp_specialize=True", "WS")})
 
 
+def attention_training(kit, lesson, head_dim=128, backward=False):
+    """Lesson 09's attention on (B, N, H, d) tensors against SDPA's FlashAttention-2 and cuDNN backends,
+    in fp16, at B x H x N = 4 x 32 x 4096 and 1 x 32 x 16384, causal and not, and with 8 query heads
+    per K/V head (GQA, 4 x 32 x 4096). The forward pass alone, or the backward alone: the lesson's
+    attention_backward given the saved (o, lse), SDPA's through autograd.grad on a graph kept for it.
+    TFLOP/s of 4 B H N^2 d operations forward, 10 backward (five products), half of them causal."""
+    torch, rand = kit["torch"], kit["rand"]
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def sdpa(backend, q, k, v, causal):
+        with sdpa_kernel(backend):
+            return torch.nn.functional.scaled_dot_product_attention(
+                *(t.transpose(1, 2) for t in (q, k, v)), is_causal=causal, enable_gqa=q.shape[2] != k.shape[2])
+
+    rows = []
+    for b, n, h_kv, causal in ((4, 4096, 32, False), (1, 16384, 32, False), (4, 4096, 32, True),
+                               (1, 16384, 32, True), (4, 4096, 4, False)):
+        q = rand(b, n, 32, head_dim, dtype=torch.float16)
+        k, v = (rand(b, n, h_kv, head_dim, dtype=torch.float16) for _ in range(2))
+        calls = {}
+        if backward:
+            do = rand(b, n, 32, head_dim, dtype=torch.float16)
+            o, lse = lesson["attention_forward"](q, k, v, causal)
+            calls["ours"] = lambda: lesson["attention_backward"](q, k, v, o, lse, do, causal)
+            for key, backend in (("eager", SDPBackend.FLASH_ATTENTION), ("compile", SDPBackend.CUDNN_ATTENTION)):
+                leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+                try:
+                    graph = sdpa(backend, *leaves, causal)
+                except RuntimeError as error:  # a backend that does not take these inputs (GQA, say)
+                    print(f"  {backend.name} refused: {str(error).splitlines()[0][:120]}")
+                    calls[key] = None
+                    continue
+                calls[key] = lambda graph=graph, leaves=leaves: torch.autograd.grad(
+                    graph, leaves, do.transpose(1, 2), retain_graph=True)
+        else:
+            calls = {"ours": lambda: lesson["attention_forward"](q, k, v, causal),
+                     "eager": lambda: sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, causal),
+                     "compile": lambda: sdpa(SDPBackend.CUDNN_ATTENTION, q, k, v, causal)}
+        times = {key: time_or_none(kit, call) for key, call in calls.items()}
+        del calls
+        work = (10 if backward else 4) * b * 32 * n * n * head_dim // (2 if causal else 1)
+        gqa = f" GQA {32 // h_kv}:1" if h_kv != 32 else ""
+        rows.append((f"{b}x32x{n}{' causal' if causal else ''}{gqa}", work, times))
+    return (f"attention {'backward' if backward else 'forward'} (lesson 09), fp16, d = {head_dim}, "
+            "(B, N, H, d) inputs, B x H x N (TFLOP/s)", rows, "TFLOP/s",
+            {"eager": ("SDPA flash", "flash"), "compile": ("SDPA cuDNN", "cuDNN")})
+
+
 BENCHMARKS = {"02_vector_add": [vector_add], "04_fusion": [ten_ops, softmax],
               "05_layernorm": [layer_norm_fwd, layer_norm_bwd],
               "06_matmul": [matmul, functools.partial(matmul, dtype="bfloat16")],
               "07_attention": [attention, functools.partial(attention, head_dim=128)],
               "08_hopper_matmul": [hopper_matmul, functools.partial(hopper_matmul, dtype="bfloat16"),
-                                   functools.partial(hopper_matmul, dtype="float8_e4m3fn")]}
+                                   functools.partial(hopper_matmul, dtype="float8_e4m3fn")],
+              "09_attention_training": [attention_training, functools.partial(attention_training, head_dim=64),
+                                        functools.partial(attention_training, backward=True),
+                                        functools.partial(attention_training, head_dim=64, backward=True)]}
 UNITS = {"GB/s": 1e9, "TFLOP/s": 1e12}  # a row's work (bytes, operations) per second, in the unit
 # What a section compares with, unless it says: the column's name, and its short name in the ratios.
 LABELS = {"eager": ("eager torch", "eager"), "compile": ("torch.compile", "compile")}

@@ -42,7 +42,6 @@
 # %% tags=["setup"]
 from autograder.kit import *  # noqa: F403 (the build places autograder/kit.py here)
 
-
 # %% nbgrader={"grade_id": "attention_helpers", "locked": true}
 # The course's helpers for this lesson (read-only: grading restores them).
 import matplotlib.pyplot as plt
@@ -1333,21 +1332,29 @@ print("Your attention trains the block as torch's does.")
 #
 # No new code. On compute capability 9.0 (H100, H200) the first test times your `attention_forward`
 # and torch's SDPA (its cuDNN backend where it runs, else FlashAttention-2's: `sdpa_backend()` says
-# which) at `B, H, N, d = 4, 32, 4096, 128`, fp16, not causal, one after the other in the same
-# notebook, and expects yours to reach **`FORWARD_TARGET` times SDPA's speed** (3 points); the second
-# times the backward passes alone, your `attention_backward` against SDPA's backward (through
-# `torch.autograd.grad` on a graph kept for the purpose), and expects **`BACKWARD_TARGET` times** its
-# speed (3 points). The targets are set in the cell below, to be calibrated on the course's H200
-# between the reference solution and naive kernels (measured on an H200: see docs/calibration.md).
-# Elsewhere the tests print the numbers, say why they are not graded, and pass.
+# which) at `B, H, N, d = 4, 32, 4096, 128`, fp16, not causal, in turns (one run of each per
+# round) in the same notebook, and expects yours to reach **`FORWARD_TARGET` times SDPA's speed**
+# (3 points); the second times the backward passes alone, your `attention_backward` against SDPA's
+# backward (through `torch.autograd.grad` on a graph kept for the purpose), and expects
+# **`BACKWARD_TARGET` times** its speed (3 points). Elsewhere the tests print the numbers, say why
+# they are not graded, and pass.
+#
+# The targets catch a kernel that does not use the GPU the way this lesson does, not one that has
+# missed a refinement. On the course's H200 (docs/calibration.md has every figure) the reference
+# forward ran at 0.71x cuDNN's; with pointers instead of descriptors 0.63x, with every block masked
+# 0.68x, with lesson 7's blocks (64 queries, 32 keys, 4 warps) 0.52x, but with 32 x 16 blocks in
+# 4 warps and one stage 0.11x. The backward is further from cuDNN's: the reference ran at 0.55x,
+# with two pipeline stages 0.45x, with 64 keys per program 0.28x, with `dQ` added by fp32 atomics
+# (question Q) 0.21x, and with 32 keys per program, 16 per step, 4 warps and one stage 0.13x.
+# Between the slowest of the ways this lesson teaches and the naive blocks: 0.4x forward, 0.16x
+# backward.
 
 # %% nbgrader={"grade_id": "speed_targets", "locked": true}
 # The performance targets (read-only: grading restores them): fractions of SDPA's speed measured in
-# the same notebook, on compute capability 9.0. To be calibrated on the H200 (docs/calibration.md).
-FORWARD_TARGET = 0.5
-BACKWARD_TARGET = 0.5
+# the same notebook, on compute capability 9.0, calibrated on the H200 (docs/calibration.md).
+FORWARD_TARGET = 0.4
+BACKWARD_TARGET = 0.16
 SPEED_SHAPE = (4, 32, 4096, 128)  # B, H, N, d
-
 
 # %% nbgrader={"grade": true, "grade_id": "test_forward_performance", "locked": true, "points": 3}
 graded = graded_speed()
@@ -1360,9 +1367,8 @@ run_forward(1, 100, 2, 1, 64, dtype=dtype)  # a short sequence first: a missing 
 q, k, v = attention_inputs(B, N, H, H, d, dtype, "separate")
 with exclusive_gpu():  # under the grader, no other notebook runs on the GPU meanwhile
     atol, rtol = output_tolerance(dtype)
-    ours = bench_ms(lambda q, k, v: call_answer(attention_forward, q, k, v)[0], q, k, v,
-                    expect=lambda q, k, v: reference_attention(q, k, v)[0], atol=atol, rtol=rtol)
-    theirs = bench_ms(sdpa_bnhd, q, k, v)
+    ours, theirs = bench_against(lambda q, k, v: call_answer(attention_forward, q, k, v)[0], sdpa_bnhd, q, k, v,
+                                 expect=lambda q, k, v: reference_attention(q, k, v)[0], atol=atol, rtol=rtol)
 with count_launches() as launches:
     o, lse = call_answer(attention_forward, q, k, v)
 expect_launched(launches, "attention_forward", o)
@@ -1390,8 +1396,9 @@ o, lse = reference_attention(q, k, v)
 leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
 graph = sdpa_bnhd(*leaves)  # SDPA's graph, kept: each timed call runs its backward alone
 with exclusive_gpu():
-    ours = bench_ms(lambda: call_answer(attention_backward, q, k, v, o, lse, do))
-    theirs = bench_ms(lambda: torch.autograd.grad(graph, leaves, do, retain_graph=True))
+    ours, theirs = bench_against(lambda *inputs: call_answer(attention_backward, *inputs),
+                                 lambda *inputs: torch.autograd.grad(graph, leaves, inputs[-1], retain_graph=True),
+                                 q, k, v, o, lse, do)
 with count_launches() as launches:
     got = call_answer(attention_backward, q, k, v, o, lse, do)
 for name, grad in zip(("dq", "dk", "dv"), got):

@@ -5,12 +5,17 @@
 # capability 9.0; each starts with a short correctness run (run_forward, run_backward), so a sample
 # whose forward or backward is wrong fails it everywhere.
 # ida writes every answer differently from the solutions (tests/test_second_answers.py checks that it
-# covers them) and must lose no points: one loop over the keys with masks everywhere, tl.exp in natural
-# units, K loaded transposed, no descriptors or warp specialisation (it takes the switches and ignores
-# them); D in programs of 32 rows over the (b, h, n) rows flattened; the backward pass in one kernel
-# per block of keys that also adds dQ with tl.atomic_add into a zeroed fp32 buffer, then a cast
-# kernel into q's dtype (no torch op: a .to() would be a copy by torch, which the tests refuse); the
-# quiz letter in upper case with spaces.
+# covers them) and must lose no points, on the H200's performance tests too: the loops written out in
+# the kernel (an unmasked one over the keys every query sees, a masked one for the rest), K loaded
+# transposed, no descriptors or warp specialisation (it takes the switches and ignores them); D in
+# programs of 32 rows over the (b, h, n) rows flattened; dK/dV and dQ kernels with helpers of its own
+# that take one block, three loops in the dK/dV kernel (the diagonal, the plain blocks, the tail);
+# dQ stored through its own row arithmetic; the quiz letter in upper case with spaces.
+# hal writes dQ the other way question Q describes: its dK/dV programs add their share of dQ with
+# tl.atomic_add into a zeroed fp32 buffer (then a cast kernel into q's dtype: a .to() would be a copy
+# by torch, which the tests refuse), and it masks every block. Correct, and a design the lesson
+# teaches, so it loses no points, on the H200 either, where its backward ran at 0.21x SDPA's, the
+# slowest of the honest backwards that set BACKWARD_TARGET (docs/calibration.md).
 # cy's FlashAttention.backward computes the gradients with torch (SDPA under torch.enable_grad and
 # torch.autograd.grad): its backward launches no kernel, so the layer tests and the training test
 # (which counts the launches of the whole training) fail; the kernels themselves are right.
@@ -19,11 +24,12 @@
 # eve's dK/dV kernel masks the diagonal with offs_n < offs_m: each key drops its own query's share.
 # fay's dQ kernel forgets to turn lse into log2 units (lse * log2(e)) before exp2: P is wrong, dQ too.
 # gus's forward loads its last (masked) block of keys without the mask: the interpreter's bounds check
-# sees the reads past the end of K; on a GPU they read the guard bands (on_gpu: same tests fail, with
-# wrong values rather than out-of-bounds reads, so no why there).
+# sees the reads past the end of K; on a GPU they read the guard bands (on_gpu: wrong values rather
+# than out-of-bounds reads, so no why there); the performance test's fp16 forward passes there, since
+# on Hopper it loads K and V through tensor descriptors, which zero-fill past N without a mask.
 {
     "ada": {"about": "a correct submission", "answers": "solution", "fails": []},
-    "ida": {"about": "every answer written differently, all correct; dQ by fp32 atomics from the dK/dV programs",
+    "ida": {"about": "every answer written differently, all correct",
             "answers": "solution", "fails": [],
             "replace": {
                 "attention_forward": """@triton.jit
@@ -44,21 +50,37 @@ def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
     total = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
     best = tl.zeros((BLOCK_M,), dtype=tl.float32) - float("inf")
     weight = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    end = N
+    log2_scale = scale * 1.4426950408889634
+    # the keys that every query of the block sees go through the first loop, without masks; the rest
+    # (the diagonal when causal, the last partial block) through the second, with them
     if CAUSAL:
+        whole = (tl.program_id(0) * BLOCK_M) // BLOCK_N * BLOCK_N
         end = tl.minimum(N, (tl.program_id(0) + 1) * BLOCK_M)
-    for first in range(0, end, BLOCK_N):
+    else:
+        whole = N // BLOCK_N * BLOCK_N
+        end = N
+    for first in range(0, whole, BLOCK_N):
+        ks = first + tl.arange(0, BLOCK_N)
+        k_t = tl.load(k_start + ks.to(tl.int64)[None, :] * skn + dims[:, None] * skd)
+        v = tl.load(v_start + ks.to(tl.int64)[:, None] * svn + dims[None, :] * svd)
+        scores = tl.dot(q, k_t) * log2_scale
+        new_best = tl.maximum(best, tl.max(scores, axis=1))
+        factor = tl.exp2(best - new_best)
+        probs = tl.exp2(scores - new_best[:, None])
+        weight = weight * factor + tl.sum(probs, axis=1)
+        total = total * factor[:, None] + tl.dot(probs.to(v.dtype), v)
+        best = new_best
+    for first in range(whole, end, BLOCK_N):
         ks = first + tl.arange(0, BLOCK_N)
         k_t = tl.load(k_start + ks.to(tl.int64)[None, :] * skn + dims[:, None] * skd, mask=ks[None, :] < N, other=0.0)
         v = tl.load(v_start + ks.to(tl.int64)[:, None] * svn + dims[None, :] * svd, mask=ks[:, None] < N, other=0.0)
-        scores = tl.dot(q, k_t) * scale
-        keep = (ks[None, :] < N) & (qs[:, None] >= 0)
+        keep = ks[None, :] < N
         if CAUSAL:
             keep = keep & (ks[None, :] <= qs[:, None])
-        scores = tl.where(keep, scores, -float("inf"))
+        scores = tl.where(keep, tl.dot(q, k_t) * log2_scale, -float("inf"))
         new_best = tl.maximum(best, tl.max(scores, axis=1))
-        factor = tl.exp(best - new_best)
-        probs = tl.exp(scores - new_best[:, None])
+        factor = tl.exp2(best - new_best)
+        probs = tl.exp2(scores - new_best[:, None])
         weight = weight * factor + tl.sum(probs, axis=1)
         total = total * factor[:, None] + tl.dot(probs.to(v.dtype), v)
         best = new_best
@@ -66,8 +88,8 @@ def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
     o_start = o_ptr + batch.to(tl.int64) * sob + head.to(tl.int64) * soh
     tl.store(o_start + qs.to(tl.int64)[:, None] * son + dims[None, :] * sod, out.to(o_ptr.dtype.element_ty),
              mask=qs[:, None] < N)
-    tl.store(lse_ptr + tl.program_id(1).to(tl.int64) * N + qs, best + tl.log(weight), mask=qs < N)
-
+    tl.store(lse_ptr + tl.program_id(1).to(tl.int64) * N + qs, (best + tl.log2(weight)) / 1.4426950408889634,
+             mask=qs < N)
 
 def attention_forward(q, k, v, causal=False, **config):
     assert q.ndim == 4 and k.ndim == 4 and v.ndim == 4, "q, k, v must be (B, N, heads, d)"
@@ -111,6 +133,178 @@ def attention_delta(o, do):
     return out
 """,
                 "attention_backward": """@triton.jit
+def keys_from_queries(dk, dv, k, v, q_start, g_start, lse_start, delta_start, sqn, sqd, sgn, sgd, ks, first, N,
+                      log2_scale, HEAD_DIM: tl.constexpr, BLOCK_STEP: tl.constexpr, MASK: tl.constexpr,
+                      CAUSAL: tl.constexpr):
+    # one block of BLOCK_STEP queries added to dK and dV of the program's keys
+    qs = first + tl.arange(0, BLOCK_STEP)
+    dims = tl.arange(0, HEAD_DIM)
+    live = qs < N
+    if MASK:
+        q = tl.load(q_start + qs.to(tl.int64)[:, None] * sqn + dims[None, :] * sqd, mask=live[:, None], other=0.0)
+        do = tl.load(g_start + qs.to(tl.int64)[:, None] * sgn + dims[None, :] * sgd, mask=live[:, None], other=0.0)
+        lse = tl.load(lse_start + qs, mask=live, other=0.0)
+        delta = tl.load(delta_start + qs, mask=live, other=0.0)
+    else:
+        q = tl.load(q_start + qs.to(tl.int64)[:, None] * sqn + dims[None, :] * sqd)
+        do = tl.load(g_start + qs.to(tl.int64)[:, None] * sgn + dims[None, :] * sgd)
+        lse = tl.load(lse_start + qs)
+        delta = tl.load(delta_start + qs)
+    p = tl.exp2(tl.dot(q, tl.trans(k)) * log2_scale - lse[:, None] * 1.4426950408889634)  # (queries, keys)
+    if MASK:
+        keep = live[:, None] & (ks[None, :] < N)
+        if CAUSAL:
+            keep = keep & (ks[None, :] <= qs[:, None])
+        p = tl.where(keep, p, 0.0)
+    dv += tl.dot(tl.trans(p).to(do.dtype), do)
+    ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
+    dk += tl.dot(tl.trans(ds).to(q.dtype), q)
+    return dk, dv
+
+
+@triton.jit
+def attention_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
+                          sqb, sqn, sqh, sqd, skb, skn, skh, skd, svb, svn, svh, svd, sgb, sgn, sgh, sgd,
+                          H, H_KV, N, GROUP, scale, HEAD_DIM: tl.constexpr, BLOCK_OWN: tl.constexpr,
+                          BLOCK_STEP: tl.constexpr, CAUSAL: tl.constexpr):
+    # dK, dV of BLOCK_OWN keys; the query blocks that need masks (across the diagonal, past N) apart
+    batch = (tl.program_id(1) // H_KV).to(tl.int64)
+    kv = (tl.program_id(1) % H_KV).to(tl.int64)
+    ks = tl.program_id(0) * BLOCK_OWN + tl.arange(0, BLOCK_OWN)
+    dims = tl.arange(0, HEAD_DIM)
+    k = tl.load(k_ptr + batch * skb + kv * skh + ks.to(tl.int64)[:, None] * skn + dims[None, :] * skd,
+                mask=ks[:, None] < N, other=0.0)
+    v = tl.load(v_ptr + batch * svb + kv * svh + ks.to(tl.int64)[:, None] * svn + dims[None, :] * svd,
+                mask=ks[:, None] < N, other=0.0)
+    dk = tl.zeros((BLOCK_OWN, HEAD_DIM), dtype=tl.float32)
+    dv = tl.zeros((BLOCK_OWN, HEAD_DIM), dtype=tl.float32)
+    log2_scale = scale * 1.4426950408889634
+    crossing, crossed = 0, 0  # the query blocks that cross the diagonal: none unless causal
+    if CAUSAL:
+        crossing = (tl.program_id(0) * BLOCK_OWN) // BLOCK_STEP * BLOCK_STEP
+        crossed = tl.minimum(N, (tl.program_id(0) + 1) * BLOCK_OWN)
+    plain = N // BLOCK_STEP * BLOCK_STEP
+    for head in range(kv * GROUP, kv * GROUP + GROUP):
+        q_start = q_ptr + batch * sqb + head * sqh
+        g_start = do_ptr + batch * sgb + head * sgh
+        lse_start = lse_ptr + (batch * H + head) * N
+        delta_start = delta_ptr + (batch * H + head) * N
+        for first in range(crossing, crossed, BLOCK_STEP):
+            dk, dv = keys_from_queries(dk, dv, k, v, q_start, g_start, lse_start, delta_start, sqn, sqd, sgn, sgd,
+                                       ks, first, N, log2_scale, HEAD_DIM, BLOCK_STEP, True, CAUSAL)
+        for first in range(crossed, plain, BLOCK_STEP):
+            dk, dv = keys_from_queries(dk, dv, k, v, q_start, g_start, lse_start, delta_start, sqn, sqd, sgn, sgd,
+                                       ks, first, N, log2_scale, HEAD_DIM, BLOCK_STEP, False, CAUSAL)
+        for first in range(tl.maximum(crossed, plain), N, BLOCK_STEP):
+            dk, dv = keys_from_queries(dk, dv, k, v, q_start, g_start, lse_start, delta_start, sqn, sqd, sgn, sgd,
+                                       ks, first, N, log2_scale, HEAD_DIM, BLOCK_STEP, True, CAUSAL)
+    dk_rows = ((batch * N + ks.to(tl.int64)) * H_KV + kv)[:, None] * HEAD_DIM + dims[None, :]
+    tl.store(dk_ptr + dk_rows, (dk * scale).to(dk_ptr.dtype.element_ty), mask=ks[:, None] < N)
+    tl.store(dv_ptr + dk_rows, dv.to(dv_ptr.dtype.element_ty), mask=ks[:, None] < N)
+
+
+@triton.jit
+def queries_from_keys(dq, q, do, lse, delta, k_start, v_start, skn, skd, svn, svd, qs, first, N, log2_scale,
+                      HEAD_DIM: tl.constexpr, BLOCK_STEP: tl.constexpr, MASK: tl.constexpr, CAUSAL: tl.constexpr):
+    # one block of BLOCK_STEP keys added to dQ of the program's queries (lse already in log2 units)
+    ks = first + tl.arange(0, BLOCK_STEP)
+    dims = tl.arange(0, HEAD_DIM)
+    if MASK:
+        k_t = tl.load(k_start + ks.to(tl.int64)[None, :] * skn + dims[:, None] * skd, mask=ks[None, :] < N, other=0.0)
+        v_t = tl.load(v_start + ks.to(tl.int64)[None, :] * svn + dims[:, None] * svd, mask=ks[None, :] < N, other=0.0)
+    else:
+        k_t = tl.load(k_start + ks.to(tl.int64)[None, :] * skn + dims[:, None] * skd)
+        v_t = tl.load(v_start + ks.to(tl.int64)[None, :] * svn + dims[:, None] * svd)
+    p = tl.exp2(tl.dot(q, k_t) * log2_scale - lse[:, None])
+    if MASK:
+        keep = ks[None, :] < N
+        if CAUSAL:
+            keep = keep & (ks[None, :] <= qs[:, None])
+        p = tl.where(keep, p, 0.0)
+    ds = p * (tl.dot(do, v_t) - delta[:, None])
+    return dq + tl.dot(ds.to(k_t.dtype), tl.trans(k_t))
+
+
+@triton.jit
+def attention_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
+                        sqb, sqn, sqh, sqd, skb, skn, skh, skd, svb, svn, svh, svd, sgb, sgn, sgh, sgd,
+                        H, N, GROUP, scale, HEAD_DIM: tl.constexpr, BLOCK_OWN: tl.constexpr,
+                        BLOCK_STEP: tl.constexpr, CAUSAL: tl.constexpr):
+    # dQ of BLOCK_OWN queries, written once (dq is contiguous, like q's shape)
+    batch = (tl.program_id(1) // H).to(tl.int64)
+    head = (tl.program_id(1) % H).to(tl.int64)
+    kv = head // GROUP
+    qs = tl.program_id(0) * BLOCK_OWN + tl.arange(0, BLOCK_OWN)
+    dims = tl.arange(0, HEAD_DIM)
+    live = qs < N
+    q = tl.load(q_ptr + batch * sqb + head * sqh + qs.to(tl.int64)[:, None] * sqn + dims[None, :] * sqd,
+                mask=live[:, None], other=0.0)
+    do = tl.load(do_ptr + batch * sgb + head * sgh + qs.to(tl.int64)[:, None] * sgn + dims[None, :] * sgd,
+                 mask=live[:, None], other=0.0)
+    row = tl.program_id(1).to(tl.int64) * N + qs
+    lse = tl.load(lse_ptr + row, mask=live, other=0.0) * 1.4426950408889634
+    delta = tl.load(delta_ptr + row, mask=live, other=0.0)
+    k_start = k_ptr + batch * skb + kv * skh
+    v_start = v_ptr + batch * svb + kv * svh
+    dq = tl.zeros((BLOCK_OWN, HEAD_DIM), dtype=tl.float32)
+    log2_scale = scale * 1.4426950408889634
+    if CAUSAL:
+        plain = (tl.program_id(0) * BLOCK_OWN) // BLOCK_STEP * BLOCK_STEP
+        end = tl.minimum(N, (tl.program_id(0) + 1) * BLOCK_OWN)
+    else:
+        plain = N // BLOCK_STEP * BLOCK_STEP
+        end = N
+    for first in range(0, plain, BLOCK_STEP):
+        dq = queries_from_keys(dq, q, do, lse, delta, k_start, v_start, skn, skd, svn, svd, qs, first, N, log2_scale,
+                               HEAD_DIM, BLOCK_STEP, False, CAUSAL)
+    for first in range(plain, end, BLOCK_STEP):
+        dq = queries_from_keys(dq, q, do, lse, delta, k_start, v_start, skn, skd, svn, svd, qs, first, N, log2_scale,
+                               HEAD_DIM, BLOCK_STEP, True, CAUSAL)
+    dq_rows = ((batch * N + qs.to(tl.int64)) * H + head)[:, None] * HEAD_DIM + dims[None, :]
+    tl.store(dq_ptr + dq_rows, (dq * scale).to(dq_ptr.dtype.element_ty), mask=live[:, None])
+
+
+def attention_backward(q, k, v, o, lse, do, causal=False, **config):
+    batch, n, heads, dim = q.shape
+    kv_heads = k.shape[2]
+    assert heads % kv_heads == 0 and k.shape == v.shape and o.shape == q.shape == do.shape
+    settings = backward_config(dim, q.dtype)
+    settings.update(config)
+    delta = attention_delta(o, do)
+    dq = torch.empty(batch, n, heads, dim, dtype=q.dtype, device=q.device)
+    dk = torch.empty(batch, n, kv_heads, dim, dtype=k.dtype, device=k.device)
+    dv = torch.empty(batch, n, kv_heads, dim, dtype=v.dtype, device=v.device)
+    strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride())
+    programs = triton.cdiv(n, settings["BLOCK_OWN"])
+    attention_dkdv_kernel[(programs, batch * kv_heads)](
+        q, k, v, do, lse, delta, dk, dv, *strides, heads, kv_heads, n, heads // kv_heads, dim ** -0.5,
+        HEAD_DIM=dim, CAUSAL=causal, **settings)
+    attention_dq_kernel[(programs, batch * heads)](
+        q, k, v, do, lse, delta, dq, *strides, heads, n, heads // kv_heads, dim ** -0.5, HEAD_DIM=dim,
+        CAUSAL=causal, **settings)
+    return dq, dk, dv
+""",
+                "q_dq": 'answer_dq = " B "\n',
+                "flash_attention": """class FlashAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal=False):
+        out, lse = attention_forward(q, k, v, causal)
+        ctx.causal = causal
+        ctx.save_for_backward(q, k, v, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        grads = attention_backward(*ctx.saved_tensors, grad_out, causal=ctx.causal)
+        return grads[0], grads[1], grads[2], None
+
+
+def flash_attention(q, k, v, causal=False):
+    return FlashAttention.apply(q, k, v, causal)
+""",
+            }},
+    "hal": {"ci": False, "about": "correct; dQ by fp32 atomics from the dK/dV programs, masks on every block: slower than the second pass", "answers": "solution", "fails": [],
+            "replace": {"attention_backward": """@triton.jit
 def attention_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_ptr,
                           sqb, sqn, sqh, sqd, skb, skn, skh, skd, svb, svn, svh, svd, sgb, sgn, sgh, sgd,
                           H, H_KV, N, GROUP, scale, HEAD_DIM: tl.constexpr, BLOCK_OWN: tl.constexpr,
@@ -178,26 +372,7 @@ def attention_backward(q, k, v, o, lse, do, causal=False, **config):
     dq = torch.empty(batch, n, heads, dim, dtype=q.dtype, device=q.device)
     attention_dq_kernel[(triton.cdiv(dq.numel(), 1024),)](dq32, dq, dq.numel(), BLOCK=1024)
     return dq, dk, dv
-""",
-                "q_dq": 'answer_dq = " B "\n',
-                "flash_attention": """class FlashAttention(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q, k, v, causal=False):
-        out, lse = attention_forward(q, k, v, causal)
-        ctx.causal = causal
-        ctx.save_for_backward(q, k, v, out, lse)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        grads = attention_backward(*ctx.saved_tensors, grad_out, causal=ctx.causal)
-        return grads[0], grads[1], grads[2], None
-
-
-def flash_attention(q, k, v, causal=False):
-    return FlashAttention.apply(q, k, v, causal)
-""",
-            }},
+"""}},
     "bo": {"ci": False, "about": "the release, untouched", "answers": "release",
            "fails": ["test_attention_backward", "test_attention_backward_hidden", "test_attention_delta",
                      "test_attention_delta_hidden", "test_attention_forward", "test_attention_forward_hidden",
@@ -251,5 +426,7 @@ def flash_attention(q, k, v, causal=False):
             "edits": {"attention_forward": [["            block = tl.load(ptrs, mask=rows[:, None] < N, other=0.0)",
                                              "            block = tl.load(ptrs)"]]},
             "fails": ["test_attention_forward", "test_attention_forward_hidden", "test_flash_attention",
-                      "test_flash_attention_hidden", "test_forward_performance", "test_training"]},
+                      "test_flash_attention_hidden", "test_forward_performance", "test_training"],
+            "on_gpu": {"fails": ["test_attention_forward", "test_attention_forward_hidden", "test_flash_attention",
+                                 "test_flash_attention_hidden", "test_training"]}},
 }
