@@ -14,7 +14,7 @@
 # hal writes dQ the other way question Q describes: its dK/dV programs add their share of dQ with
 # tl.atomic_add into a zeroed fp32 buffer (then a cast kernel into q's dtype: a .to() would be a copy
 # by torch, which the tests refuse), and it masks every block. Correct, and a design the lesson
-# teaches, so it loses no points, on the H200 either, where its backward ran at 0.21x SDPA's, the
+# teaches, so it loses no points, on the H200 either, where its backward ran at 0.19x SDPA's, the
 # slowest of the honest backwards that set BACKWARD_TARGET (docs/calibration.md).
 # cy's FlashAttention.backward computes the gradients with torch (SDPA under torch.enable_grad and
 # torch.autograd.grad): its backward launches no kernel, so the layer tests and the training test
@@ -150,15 +150,15 @@ def keys_from_queries(dk, dv, k, v, q_start, g_start, lse_start, delta_start, sq
         do = tl.load(g_start + qs.to(tl.int64)[:, None] * sgn + dims[None, :] * sgd)
         lse = tl.load(lse_start + qs)
         delta = tl.load(delta_start + qs)
-    p = tl.exp2(tl.dot(q, tl.trans(k)) * log2_scale - lse[:, None] * 1.4426950408889634)  # (queries, keys)
+    p_t = tl.exp2(tl.dot(k, tl.trans(q)) * log2_scale - lse[None, :] * 1.4426950408889634)  # (keys, queries)
     if MASK:
-        keep = live[:, None] & (ks[None, :] < N)
+        keep = live[None, :] & (ks[:, None] < N)
         if CAUSAL:
-            keep = keep & (ks[None, :] <= qs[:, None])
-        p = tl.where(keep, p, 0.0)
-    dv += tl.dot(tl.trans(p).to(do.dtype), do)
-    ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])
-    dk += tl.dot(tl.trans(ds).to(q.dtype), q)
+            keep = keep & (ks[:, None] <= qs[None, :])
+        p_t = tl.where(keep, p_t, 0.0)
+    dv += tl.dot(p_t.to(do.dtype), do)
+    ds_t = p_t * (tl.dot(v, tl.trans(do)) - delta[None, :])
+    dk += tl.dot(ds_t.to(q.dtype), q)
     return dk, dv
 
 
@@ -303,7 +303,8 @@ def flash_attention(q, k, v, causal=False):
     return FlashAttention.apply(q, k, v, causal)
 """,
             }},
-    "hal": {"ci": False, "about": "correct; dQ by fp32 atomics from the dK/dV programs, masks on every block: slower than the second pass", "answers": "solution", "fails": [],
+    "hal": {"ci": False, "about": "correct; dQ by fp32 atomics from the dK/dV programs, masks on every block: "
+                                  "slower than the second pass", "answers": "solution", "fails": [],
             "replace": {"attention_backward": """@triton.jit
 def attention_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_ptr,
                           sqb, sqn, sqh, sqd, skb, skn, skh, skd, svb, svn, svh, svd, sgb, sgn, sgh, sgd,

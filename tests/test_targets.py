@@ -6,8 +6,8 @@ A10 and RTX 30 (sm_86), L4 and RTX 40 (sm_89), H100 and H200 (sm_90). For each t
 
 1. every @triton.jit kernel of the published solutions compiles, in every dtype the kit gives a
    notebook on that GPU (kit.FLOAT_DTYPES, kit.DOT_DTYPES, computed by the kit itself for that
-   compute capability; 08's own helpers, matmul_dtypes() and fp8_input(), likewise), with the
-   launch parameters the lessons use;
+   compute capability; 08's own helpers, matmul_dtypes() and fp8_input(), and 09's
+   attention_dtypes(), likewise), with the launch parameters the lessons use;
 2. what tl.dot becomes (wgmma, mma.sync, or plain FMAs) agrees with kit.dot_dtypes: its choice of
    dtypes and what its sentence says about tensor cores and TF32; and what 08's kernels compile to
    (TMA copies, warp specialisation, FP8) agrees with its hopper_note();
@@ -17,7 +17,7 @@ A10 and RTX 30 (sm_86), L4 and RTX 40 (sm_89), H100 and H200 (sm_90). For each t
 The kernels are the solutions' own (solutions/<lesson>/<lesson>.ipynb), defined by executing their
 cells' kernel definitions after the kit. KERNELS below says how each is launched: a kernel it does
 not describe, or describes with the wrong parameters, fails the test, and so does a launch chosen
-by a wrapper of the solutions (WRAPPERS: 07's, 08's) that the wrapper no longer makes. The compiles run
+by a wrapper of the solutions (WRAPPERS: 07's, 08's, 09's) that the wrapper no longer makes. The compiles run
 in a subprocess (this file, run as a script) that forks one compiler per core: there Triton must make
 real JITFunctions (TRITON_INTERPRET=0), while other tests in the pytest process need the
 interpreter; and there the kit is executed with a pretend GPU of each compute capability, so that
@@ -134,6 +134,71 @@ def hopper_launches(switch):
     return launches
 
 
+# Lesson 09 chooses its launches on the device too (its locked cell "attention_helpers"): its tl.dot
+# dtypes are attention_dtypes() (DOT_DTYPES), the demo of section 3 runs in fast_dtype(), and
+# attention_config, backward_config and warp_specializes are copied below by hand; WRAPPERS checks
+# them against what attention_forward and attention_backward launch. Tensors are (B, N, H, d) as
+# the lesson's layouts make them (fused, separate, heads first): the strides of b, n and h are
+# multiples of d, the last is 1. The sizes are a grouped launch at the performance tests' N:
+# N = 4096, H = 32 query heads, GROUP = 4 (H_kv = 8).
+TRAINING_DTYPES, FAST_DTYPE = "attention_dtypes()", "[fast_dtype()]"
+TRAINING_WS = "[d for d in [fast_dtype()] if warp_specializes(d)]"  # section 3's warp-specialised step
+
+
+def strides(*tensors):
+    return " ".join(f"stride_{t}{axis}:{'1' if axis == 'd' else 'i32/16'}" for t in tensors for axis in "bnhd")
+
+
+def training_config(d, dtype, cc):
+    """09's attention_config(d, dtype, causal) on compute capability cc (causal changes nothing): on
+    9.0 in 16 bits 128 queries, 128 keys up to d = 64 and 64 at d = 128, 8 warps, 3 stages, K and V
+    through descriptors; fp32 64 queries, 64 keys for rows up to 256 bytes (2 stages), else 16 (1);
+    else 128 x 64, 4 warps up to d = 64 and 8 above, 3 stages for rows up to 128 bytes, else 2."""
+    row = d * (4 if dtype == "fp32" else 2)
+    if cc >= 90 and dtype != "fp32":
+        return {"BLOCK_M": 128, "BLOCK_N": 128 if d <= 64 else 64, "num_warps": 8, "num_stages": 3,
+                "WARP_SPECIALIZE": False, "DESCRIPTORS": True}
+    if dtype == "fp32":
+        return {"BLOCK_M": 64, "BLOCK_N": 64 if row <= 256 else 16, "num_warps": 4,
+                "num_stages": 2 if row <= 256 else 1, "WARP_SPECIALIZE": False, "DESCRIPTORS": False}
+    return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4 if d <= 64 else 8, "num_stages": 3 if row <= 128 else 2,
+            "WARP_SPECIALIZE": False, "DESCRIPTORS": False}
+
+
+def training_sizes():
+    """(d, causal) of 09's launches: d = 128 not causal (the timed size) and d = 64 causal. CAUSAL
+    changes the code, not its figures: in the full matrix, which compiles both sizes causal and not,
+    each launch takes the same shared memory and instructions either way."""
+    if FULL_MATRIX:
+        return [(d, causal) for d in (64, 128) for causal in (False, True)]
+    return [(64, True), (128, False)]
+
+
+def training_forward_launches(dtype, cc):
+    """attention_forward's launches (training_sizes()); then section 3's two steps beyond
+    attention_config, at d = 128 in fast_dtype() on 9.0: its blocks with pointers (DESCRIPTORS=False
+    given), and with warp specialisation (WARP_SPECIALIZE=True given) where warp_specializes. (Its
+    first step, lesson 7's blocks with pointers, is attention_config's launch below 9.0 and takes
+    less than the second on 9.0; the hidden tests' small blocks are left out.)"""
+    own = [dict(HEAD_DIM=d, CAUSAL=causal, **training_config(d, dtype, cc)) for d, causal in training_sizes()]
+    demo = dict(HEAD_DIM=128, CAUSAL=False, **training_config(128, dtype, cc))
+    return own + [dict(demo, DESCRIPTORS=False, given="DESCRIPTORS", min_cc=90, **{"if": FAST_DTYPE}),
+                  dict(demo, WARP_SPECIALIZE=True, given="WARP_SPECIALIZE", **{"if": TRAINING_WS})]
+
+
+def training_backward_launches(dtype, cc):
+    """attention_backward's launches of its dK/dV and dQ kernels (backward_config(d, dtype)) at
+    training_sizes(): in 16 bits 128 rows owned, 32 streamed, 4 warps up to d = 64 and 8 above,
+    5 stages on 9.0 and 2 below; fp32 64 and 32 (32 and 16 at d = 128), 4 warps, 1 stage."""
+    def config(d):
+        if dtype == "fp32":
+            return {"BLOCK_OWN": 64 if d <= 64 else 32, "BLOCK_STEP": 32 if d <= 64 else 16, "num_warps": 4,
+                    "num_stages": 1}
+        return {"BLOCK_OWN": 128, "BLOCK_STEP": 32, "num_warps": 4 if d <= 64 else 8,
+                "num_stages": 5 if cc >= 90 else 2}
+    return [dict(HEAD_DIM=d, CAUSAL=causal, **config(d)) for d, causal in training_sizes()]
+
+
 KERNELS = {
     "01_gpu_vs_cpu": {
         "scale_kernel": kernel("x_ptr:*T out_ptr:*T a:fp32 n_elements:i32", FLOAT, [{"BLOCK_SIZE": 1024}]),
@@ -218,6 +283,20 @@ KERNELS = {
                                     "N:i32/16 K:i32/16 stride_xm:i32/16 stride_wn:i32/16 stride_om:i32/16", FP8_INPUT,
                                     hopper_launches("WARP_SPECIALIZE"), dot=True, out="fp8_output()"),
     },
+    "09_attention_training": {
+        "attention_forward_kernel": kernel("q_ptr:*T k_ptr:*T v_ptr:*T o_ptr:*T lse_ptr:*fp32 "
+                                           f"{strides('q', 'k', 'v', 'o')} H:i32/16 N:i32/16 GROUP:i32 scale:fp32",
+                                           TRAINING_DTYPES, training_forward_launches, dot=True),
+        # attention_delta's 64 rows per program, inside attention_backward
+        "attention_delta_kernel": kernel(f"o_ptr:*T do_ptr:*T delta_ptr:*fp32 {strides('o', 'do')} H:i32/16 N:i32/16",
+                                         TRAINING_DTYPES, [{"HEAD_DIM": d, "BLOCK_M": 64} for d in (64, 128)]),
+        "attention_dkdv_kernel": kernel("q_ptr:*T k_ptr:*T v_ptr:*T do_ptr:*T lse_ptr:*fp32 delta_ptr:*fp32 dk_ptr:*T "
+                                        f"dv_ptr:*T {strides('q', 'k', 'v', 'do', 'dk')} H:i32/16 H_KV:i32 N:i32/16 "
+                                        "GROUP:i32 scale:fp32", TRAINING_DTYPES, training_backward_launches, dot=True),
+        "attention_dq_kernel": kernel("q_ptr:*T k_ptr:*T v_ptr:*T do_ptr:*T lse_ptr:*fp32 delta_ptr:*fp32 dq_ptr:*T "
+                                      f"{strides('q', 'k', 'v', 'do', 'dq')} H:i32/16 N:i32/16 GROUP:i32 scale:fp32",
+                                      TRAINING_DTYPES, training_backward_launches, dot=True),
+    },
 }
 HELPERS = {
     "06_matmul": {"tile_of_program": ["record_tiles_kernel", "matmul_kernel", "linear_relu_kernel"],
@@ -226,6 +305,9 @@ HELPERS = {
                      "rebuilt_probabilities": ["attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel"]},
     "08_hopper_matmul": {"tile_of_program": ["persistent_matmul_kernel", "tiled_matmul_kernel", "tma_matmul_kernel",
                                              "fp8_linear_kernel"]},
+    "09_attention_training": {"load_rows": ["attend"], "attend": ["attention_forward_kernel"],
+                              "dkdv_from_queries": ["attention_dkdv_kernel"],
+                              "dq_from_keys": ["attention_dq_kernel"]},
 }
 # Lessons' own functions that choose dtypes and launches on the device, run on each pretend GPU
 # after the kit (with NUM_SMS = SMS[cc]), and the expressions of them that the table and the tests
@@ -235,6 +317,10 @@ LESSON_HELPERS = {
         "define": ["has_tma", "has_fp8", "matmul_dtypes", "fp8_input", "fp8_output", "warp_specializes",
                    "launch_config", "hopper_note", "SMALL_TILES"],
         "read": [MATMUL_16, DEMO_DTYPE, FP8_INPUT, WARP_SPECIALIZES, "fp8_output()", "hopper_note()"]},
+    "09_attention_training": {
+        "define": ["HEAD_DIMS", "has_tma", "attention_dtypes", "fast_dtype", "attention_config", "backward_config",
+                   "warp_specializes", "descriptor_ready"],
+        "read": [TRAINING_DTYPES, FAST_DTYPE, TRAINING_WS]},
 }
 
 
@@ -263,6 +349,20 @@ def _hopper_call(wrapper, launch, dtype, namespace):
         wrapper(x, x, warp_specialize=launch["WARP_SPECIALIZE"], **config)
 
 
+def _training_call(wrapper, launch, dtype, namespace):
+    """09's wrappers on (B, N, H, d) = (1, 16, 4, d) queries over 2 K/V heads, passing only the
+    settings the lesson's caller gives (launch["given"]), the rest left to its configs."""
+    d = launch["HEAD_DIM"]
+    q, kv = _zeros((1, 16, 4, d), dtype), _zeros((1, 16, 2, d), dtype)
+    given = {key: launch[key] for key in launch.get("given", "").split()}
+    if wrapper.__name__ == "attention_delta":
+        wrapper(q, q)
+    elif wrapper.__name__ == "attention_backward":
+        wrapper(q, kv, kv, q, _zeros((1, 4, 16), "fp32"), q, causal=launch["CAUSAL"], **given)
+    else:
+        wrapper(q, kv, kv, causal=launch["CAUSAL"], **given)
+
+
 # Kernels whose launches a wrapper of the solutions chooses (its default block sizes, warps and
 # stages): the wrapper, and how to call it for one launch of the table, leaving those to it. The
 # compiler process calls it on a pretend GPU of each compute capability, with the lesson's kernels
@@ -276,19 +376,26 @@ WRAPPERS = {
                          "tiled_matmul_kernel": ("tiled_matmul", _hopper_call),
                          "tma_matmul_kernel": ("tma_matmul", _hopper_call),
                          "fp8_linear_kernel": ("fp8_linear", _hopper_call)},
+    "09_attention_training": {"attention_forward_kernel": ("attention_forward", _training_call),
+                              "attention_delta_kernel": ("attention_delta", _training_call),
+                              "attention_dkdv_kernel": ("attention_backward", _training_call),
+                              "attention_dq_kernel": ("attention_backward", _training_call)},
 }
 
 # How each target is covered. Triton has three code paths for tl.dot on these GPUs: plain FMAs
 # below compute capability 8.0, mma.sync (MMA v2) on 8.x and wgmma (MMA v3) on 9.0. The full
 # matrix (every kernel, dtype, launch and configuration on all five targets: COURSE_TARGETS_FULL=1,
-# 495 compiles, 1.6 minutes on two cores) showed what lets CI compile less (259) and stay under a
+# 679 compiles, 3 minutes on two cores) showed what lets CI compile less (305) and stay near a
 # minute:
 # - sm_86 and sm_89 compile exactly as sm_80 (the same shared memory and instructions in every
 #   compile): they differ from it in their shared memory limit, not their code. They compile
 #   GUARDS, which must come out as on sm_80, and sm_80's figures are checked against their limit.
 # - bf16 tiles take what fp16 tiles take (equal shared memory in every autotune configuration, and
-#   in every launch of 08): configurations are compiled in fp16 and fp32, and bf16 reads fp16's
-#   figures; so do 08's launches (LAUNCH_DTYPE_AS), whose bf16 tl.dot is 06's.
+#   in every launch of 08 and 09): configurations are compiled in fp16 and fp32, and bf16 reads
+#   fp16's figures; so do 08's and 09's launches (LAUNCH_DTYPE_AS), whose bf16 tl.dot is 06's.
+# - 09's CAUSAL changes no figure of its kernels (the same shared memory, instructions and memory
+#   operations causal and not, at d = 64 and 128, in every dtype on every target): CI compiles each
+#   size once, d = 64 causal and d = 128 not (training_sizes()), and the full matrix both ways.
 # - sm_75 has no asynchronous copies (cp.async came with 8.0), so Triton does not multi-buffer
 #   there and num_stages changes nothing, nor does 08's FLATTEN (which fuses loops for the
 #   pipeline's sake): a configuration or launch that differs from an earlier one only in those
@@ -303,12 +410,16 @@ SAME_CODE_AS = {} if FULL_MATRIX else {86: 80, 89: 80}
 # (lesson, kernel, dtype, launch index): the dot probe's three dtypes, and 07's fp32 launches with
 # the most shared memory on 8.x (attention's forward at d = 128: 44.5 KB; the dK/dV backward: 80 KB
 # of 99).
-# And 08's descriptor kernel, which Triton lowers to ordinary loads below 9.0, with launch_config's tiles.
+# And 08's descriptor kernel, which Triton lowers to ordinary loads below 9.0, with launch_config's tiles;
+# and 09's backward kernels at d = 128 in fp16, its launches with the most shared memory on 8.x
+# (dK/dV 80.25 KB of 99, dQ 80).
 GUARDS = [("06_matmul", "matmul_kernel", dtype, 0) for dtype in ("fp32", "fp16", "bf16")] + [
     ("07_attention", "attention_fwd_kernel", "fp32", 1), ("07_attention", "attention_bwd_dkdv_kernel", None, 0),
-    ("08_hopper_matmul", "tma_matmul_kernel", "fp16", 2)]
+    ("08_hopper_matmul", "tma_matmul_kernel", "fp16", 2)] + [
+    ("09_attention_training", name, "fp16", 1) for name in ("attention_dkdv_kernel", "attention_dq_kernel")]
 CONFIG_DTYPE_AS = {} if FULL_MATRIX else {"bf16": "fp16"}
-LAUNCH_DTYPE_AS = {} if FULL_MATRIX else {"08_hopper_matmul": {"bf16": "fp16"}}
+LAUNCH_DTYPE_AS = {} if FULL_MATRIX else {lesson: {"bf16": "fp16"} for lesson in ("08_hopper_matmul",
+                                                                                   "09_attention_training")}
 STAGES_MATTER_FROM = 0 if FULL_MATRIX else 80
 UNPIPELINED = ("num_stages", "FLATTEN")
 CONFIGS_UNCHECKED = set() if FULL_MATRIX else {(90, "fp32")}
@@ -332,8 +443,9 @@ DOT_PROBE = ("06_matmul", "matmul_kernel", 0)
 FP8_PROBE = ("08_hopper_matmul", "fp8_linear_kernel", 0)
 PROBES = [(DOT_PROBE, ("fp32", "fp16", "bf16")), (FP8_PROBE, ("fp8e4nv",))]
 # What tl.dot becomes on each target with default precision (TF32 for fp32 inputs). wgmma works on
-# 64 rows per warp group: a dot on fewer rows (08's 32 x 32 test tiles) is mma.sync on 9.0 too, where
-# FP8 inputs are converted to fp16 for it.
+# 64 rows per warp group: a dot on fewer rows (08's 32 x 32 test tiles; 09's fp32 backward at d = 128,
+# whose products have BLOCK_OWN = 32 rows) is mma.sync on 9.0 too, where FP8 inputs are converted to
+# fp16 for it.
 DOT_PATH = {75: "none", 80: "mma", 86: "mma", 89: "mma", 90: "wgmma"}
 WGMMA_ROWS = 64
 
@@ -483,7 +595,8 @@ def _wrapper_launches(kits):
                         namespace = dict(context, **{kernel: _Recorder(kernel, made) for kernel in KERNELS[lesson]})
                         made.clear()
                         try:
-                            exec(sources[wrapper], namespace)
+                            for source in dict.fromkeys(sources[w] for w, _ in wrapped.values()):
+                                exec(source, namespace)  # each, for wrappers that call another
                             call(namespace[wrapper], launch, dtype or "fp32", namespace)
                         except Exception as error:  # the test reports it
                             record["error"] = f"{wrapper}: {type(error).__name__}: {error}"[:1000]
@@ -842,7 +955,7 @@ def test_what_tl_dot_becomes(results, cc):
             continue
         ieee = c["launch"].get("PRECISION") == "ieee"
         expected = "none" if ieee else DOT_PATH[cc]
-        if expected == "wgmma" and c["launch"].get("BLOCK_M", WGMMA_ROWS) < WGMMA_ROWS:
+        if expected == "wgmma" and c["launch"].get("BLOCK_M", c["launch"].get("BLOCK_OWN", WGMMA_ROWS)) < WGMMA_ROWS:
             expected = "mma"
         operand = {"fp32": "tf32", "fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", None: "tf32"}[c["dtype"]]
         if operand == "e4m3" and cc >= 90 and expected == "mma":
