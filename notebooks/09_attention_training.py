@@ -1088,9 +1088,11 @@ print("attention_backward passed the hidden tests.")
 # ### Question Q (1 point)
 #
 # This lesson's `dQ` takes a second kernel, which computes `P` and `dP` for every block a second
-# time. Triton's tutorial and FlashAttention-2's first release did it another way: the dK/dV
-# programs, which have `dS` of every block anyway, also add `dS K * scale` into `dQ` with
-# `tl.atomic_add` on an fp32 buffer. What does each way cost?
+# time. FlashAttention-2's backward (in CUDA, and in its Triton version when the blocks of keys run
+# in parallel) does it another way: the dK/dV programs, which have `dS` of every block anyway, also
+# add `dS K * scale` into `dQ` with atomic adds (`tl.atomic_add`) on an fp32 buffer. (Triton's own
+# tutorial does neither: each of its programs computes a block of dK/dV, then a block of dQ, in one
+# kernel.) What does each way cost?
 #
 # - **a.** Nothing separates them: both compute the same products once and give bitwise the same
 #   `dQ`; atomics only save a launch.
