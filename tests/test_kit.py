@@ -441,16 +441,39 @@ def _two_configs(**kwargs):
     return triton.autotune([triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"], **kwargs)
 
 
+@triton.jit
+def rewrites_by_descriptor(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
+    # x stored back unchanged through a descriptor made in the kernel, which lives in scratch memory
+    # that the launcher asks triton.set_allocator's callback for
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[n], strides=[1], block_shape=[BLOCK])
+    x_desc.store([0], x_desc.load([0]))
+
+
+ON_HOPPER = kit.ON_GPU and kit.CAPABILITY >= (9, 0)
+
+
 # The student's Python that Triton's launcher calls: each is watched like the rest of the answer.
 @pytest.mark.parametrize("callback", [
     "heuristic", "pre_hook", "early_config_prune", "perf_model", "grid",
     pytest.param("post_hook", marks=pytest.mark.skipif(not kit.ON_GPU, reason="an autotuner calls its post_hook "
                                                        "only while it times its configurations: on a GPU")),
+    pytest.param("allocator", marks=pytest.mark.skipif(not ON_HOPPER, reason="the launcher asks for scratch "
+                                                       "memory for descriptors made in a kernel on Hopper")),
+    pytest.param("launch_enter_hook", marks=pytest.mark.skipif(not kit.ON_GPU, reason="the interpreter calls no "
+                                                               "launch hooks")),
 ])
 def test_torch_in_a_callback_handed_to_the_launcher_is_caught(callback):
     x, y = rand(100), rand(100)
     kernel, grid = copies_nothing, (1,)
-    if callback == "heuristic":
+    if callback == "allocator":
+        kernel = rewrites_by_descriptor
+        triton.set_allocator(lambda size, alignment, stream: (
+            _torch_add({"x_ptr": x, "y_ptr": y, "out_ptr": out}), torch.empty(size, dtype=torch.int8,
+                                                                              device=x.device))[1])
+    elif callback == "launch_enter_hook":
+        triton.knobs.runtime.launch_enter_hook = lambda metadata: _torch_add({"x_ptr": x, "y_ptr": y,
+                                                                            "out_ptr": out})
+    elif callback == "heuristic":
         kernel = triton.heuristics({"CHOSEN": lambda args: int(_torch_add(args).numel() < 0)})(copies_nothing)
     elif callback == "pre_hook":
         kernel = triton.autotune([triton.Config({"BLOCK": 64}, pre_hook=_torch_add)], key=["n"])(copies_nothing)
@@ -466,12 +489,34 @@ def test_torch_in_a_callback_handed_to_the_launcher_is_caught(callback):
         def grid(meta):
             _torch_add({"x_ptr": x, "y_ptr": y, "out_ptr": out})
             return (1,)
-    with count_launches() as launches:
-        out = torch.empty_like(x)
-        kernel[grid](x, y, out, 100)
+    try:
+        with count_launches() as launches:
+            out = torch.empty_like(x)
+            kernel[grid](x, y, out, 100)
+    finally:  # the course's allocator (the setup cell's), and no hook
+        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=x.device))
+        if hasattr(triton, "knobs"):
+            triton.knobs.runtime.launch_enter_hook = None
     check_output(out, x + y, name="add")  # the kernel did nothing: torch, called back, did it all
     with pytest.raises(CheckFailed, match=r"add computed with torch \(.*aten\.add.*\) besides launching"):
         expect_launched(launches, "add", out)
+
+
+@triton.jit
+def add_pair(pointers, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(pointers[0] + offsets, mask=mask)
+    tl.store(pointers[2] + offsets, x + tl.load(pointers[1] + offsets, mask=mask), mask=mask)
+
+
+def test_an_output_handed_to_a_kernel_inside_a_tuple_counts_as_given():
+    x, y = rand(1000), rand(1000)
+    with count_launches() as launches:
+        out = torch.empty_like(x)
+        add_pair[(4,)]((x, y, out), 1000, BLOCK=256)
+    expect_launched(launches, "add", out)  # the kernel wrote `out`, the third pointer of its tuple
+    check_output(out, x + y, name="add")
 
 
 def test_what_triton_does_in_a_launch_is_not_the_answers():

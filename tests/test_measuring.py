@@ -81,6 +81,19 @@ def test_a_performance_test_is_not_advisory_when_the_grader_ran_the_notebook_on_
         kit.check_bandwidth(1.0, 0.7, "add")
 
 
+def test_a_test_a_gpu_does_not_grade_stays_advisory_when_the_grader_ran_it_there(monkeypatch, capsys):
+    """A compute-bound test graded on Hopper only, run by the grader on another GPU (an A100, say):
+    the answer's kernels ran on that GPU, so the test advises, as in the student's own run."""
+    monkeypatch.setattr(kit, "_GRADED_IN", "cuda")
+    monkeypatch.setattr(kit, "ON_GPU", True)
+    monkeypatch.setattr(kit, "CAPABILITY", (8, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "a pretend A100")
+    kit.check_speed_against(2.0, 1.0, 0.9, "tma_matmul: 0.5x cuBLAS", "0.9x cuBLAS on compute capability 9.0",
+                            "hint", graded=False)
+    out = capsys.readouterr().out
+    assert "Advisory only on this GPU (a pretend A100, compute capability 8.0)" in out and "0.5x cuBLAS" in out
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA streams need a GPU")
 def test_work_left_running_on_another_stream_is_timed():
     side = torch.cuda.Stream()
