@@ -77,9 +77,10 @@ def attention_config(d, dtype, causal):
     """Blocks, warps, stages and the schedule of the forward pass on this device, for head dim d.
     On Hopper, in 16 bits: 128 queries per program in 8 warps (two warp groups of wgmma), 128 keys
     per step at d <= 64 and 64 at d = 128 (a block of K and one of V take 32 KB per stage, three
-    stages and Q fit in 227 KB), K and V through tensor descriptors; warp specialisation off until
-    the course's H200 measurements say otherwise (Triton's own tutorial turns it on only on
-    Blackwell). Elsewhere lesson 7's blocks; small ones for the interpreter."""
+    stages and Q fit in 227 KB), K and V through tensor descriptors; warp specialisation off: on
+    Hopper, Triton 3.6 and 3.9 compile this loop with it to the same PTX as without (section 3
+    checks), and Triton's own tutorial turns it on only on Blackwell. Elsewhere lesson 7's blocks;
+    small ones for the interpreter."""
     if not ON_GPU:
         return dict(BLOCK_M=32, BLOCK_N=16, num_warps=4, num_stages=1, WARP_SPECIALIZE=False, DESCRIPTORS=False)
     row_bytes = d * torch.empty(0, dtype=dtype).element_size()
@@ -321,6 +322,7 @@ for causal in (False, True):
 # 3. **Warp specialisation**: `tl.range(lo, hi, BLOCK_N, warp_specialize=True)` splits the loop's
 #    work between groups of warps: one group issues the copies, others the products and the
 #    softmax, so that the two halves of consecutive blocks overlap (FlashAttention-3's "ping-pong").
+#    A switch asks; the compiler decides. Section 3 reads what it did with this one.
 #
 # `attention_config(d, dtype, causal)`, in the helpers above, gives your launcher the blocks and
 # the schedule for this device: `BLOCK_M`, `BLOCK_N`, `num_warps`, `num_stages`, and the two
@@ -610,12 +612,19 @@ print("attention_forward passed the hidden tests.")
 # The next cell races four schedules of your kernel against torch's SDPA (through
 # `sdpa_backend()`, cuDNN's attention where it runs) at `B, H, N, d = 4, 32, 4096, 128` in fp16,
 # not causal: lesson 7's blocks with pointer loads; Hopper's blocks with pointer loads; the same
-# with descriptors; and with warp specialisation on top. On a GPU where a step cannot compile (warp
-# specialisation below Hopper) the cell says so and goes on. Under the interpreter it prints nothing
-# but that: the interpreter's times say nothing about a GPU.
+# with descriptors; and with warp specialisation on top. A step that cannot run on this GPU is
+# reported and skipped. Then it reads what the compiler made of the last switch, as lesson 8 did:
+# it launches your kernel with `WARP_SPECIALIZE` off and on and compares the two PTX programs
+# (`compiled.asm["ptx"]`); a warp-specialised kernel splits its registers between producer and
+# consumer warps with `setmaxnreg`. Under the interpreter the cell prints nothing but that the
+# interpreter's times say nothing about a GPU.
 #
-# What the course measured on an H200 (Triton 3.6), step by step: (measured on an H200: see
-# docs/benchmarks.md, filled in from the course's GPU runs).
+# What the course measured on an H200 (Triton 3.6, `solutions/` executed there): 367, 426 and 466
+# TFLOP/s for the first three steps, cuDNN 646. With warp specialisation the PTX is **identical**
+# to the PTX without it: Triton 3.6 (and 3.9) leaves this loop as it is on Hopper, while it splits
+# lesson 8's matmul loop (`setmaxnreg` appears there), and Triton's own attention tutorial turns the
+# switch on only on Blackwell. Any gap in TFLOP/s between the last two steps is the spread of two
+# runs of one program. Below Hopper the switch compiles too, and changes nothing either.
 
 # %%
 def attention_tflops(B, H, N, d, ms, causal=False):
@@ -637,11 +646,26 @@ if ON_GPU and fast_dtype() != torch.float32:
         try:
             ms = bench_ms(lambda: attention_forward(q, k, v, **config))
             print(f"{label:32}: {ms:7.3f} ms, {attention_tflops(B, H, N, d, ms):6.1f} TFLOP/s")
-        except Exception as error:  # e.g. warp specialisation where this Triton cannot compile it
+        except Exception as error:  # a step this GPU or this Triton cannot run
             print(f"{label:32}: does not run here ({type(error).__name__}: {str(error).splitlines()[0][:100]})")
     ms = bench_ms(lambda: sdpa_bnhd(q, k, v))
     print(f"{'SDPA, ' + sdpa_backend()[1]:32}: {ms:7.3f} ms, {attention_tflops(B, H, N, d, ms):6.1f} TFLOP/s")
-    del q, k, v
+    ptx, o = {}, torch.empty_like(q)
+    lse = torch.empty((B, H, N), device=DEVICE, dtype=torch.float32)
+    for switch in (False, True):  # your kernel launched as attention_forward launches it, keeping what it compiled
+        config = {**attention_config(d, q.dtype, False), "DESCRIPTORS": has_tma(), "WARP_SPECIALIZE": switch}
+        try:
+            ptx[switch] = attention_forward_kernel[(triton.cdiv(N, config["BLOCK_M"]), B * H)](
+                q, k, v, o, lse, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, N, 1, d ** -0.5,
+                HEAD_DIM=d, CAUSAL=False, **config).asm["ptx"]
+        except Exception as error:  # a kernel whose parameters are not the exercise's
+            print(f"Could not launch attention_forward_kernel directly ({type(error).__name__}): compare by hand.")
+            break
+    if len(ptx) == 2:
+        print(f"warp_specialize=True: the PTX is {'identical to' if ptx[True] == ptx[False] else 'not'} the PTX "
+              f"without it{'' if ptx[True] == ptx[False] else ' (different code)'}; setmaxnreg (a warp split) "
+              f"{'appears' if 'setmaxnreg' in ptx[True] else 'does not appear'} in it.")
+    del q, k, v, o, lse
 else:
     print("Measured on a GPU only (16-bit tensor cores): the interpreter's times say nothing about a GPU's schedule.")
 
@@ -1458,8 +1482,10 @@ plot_tflops(lengths, speeds, f"attention, B = {B}, H = {H}, d = {d}, {str(dtype)
 #   less memory at `N = 16384`), computes `D = rowsum(dO * O)` once, accumulates `dK`, `dV` in
 #   programs that own keys and `dQ` in programs that own queries, and skips the blocks above the
 #   diagonal in both. `dQ` by atomics saves two products and costs contention and determinism.
-# - On Hopper the schedule is the rest of the speed: unmasked loops, descriptors, pipelining and
-#   warp specialisation overlap the softmax of one block with the products of the next.
+# - On Hopper the schedule is the rest of the speed: unmasked loops, descriptors and pipelining
+#   keep the tensor cores fed. Warp specialisation is one switch in Triton, but a switch only asks:
+#   Triton 3.6 compiles this loop the same with it as without on Hopper. Read what the compiler
+#   made (the PTX, `setmaxnreg`) before counting on a switch.
 # - Wrapped in a `torch.autograd.Function`, the kernels train a transformer block exactly as
 #   torch's attention does.
 #
