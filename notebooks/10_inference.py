@@ -1068,13 +1068,14 @@ def check_int4(out, x, packed, scales, zeros, group_size, what, untouched=()):
     expected = reference_int4_linear(x, packed, scales, zeros, group_size)
     if isinstance(out, torch.Tensor) and out.shape == expected.shape and out.dtype == expected.dtype:
         for wrong, message in [
-                (dict(nibbles="high first"), "the nibbles are swapped: row 2i of W is the LOW nibble (packed & 0xF) "
-                                             "of byte i, row 2i + 1 the high one (packed >> 4)."),
-                (dict(zero_point=False), "the zero point is left out: W = (q - zeros[k // group_size]) * "
-                                         "scales[k // group_size], q the 4-bit integer in 0 .. 15.")]:
+                (dict(nibbles="high first"), "the nibbles are swapped: out is x @ W with row 2i of W taken from the "
+                                             "high nibble. Row 2i is the LOW nibble of byte i (packed & 0xF), row "
+                                             "2i + 1 the high one (packed >> 4)."),
+                (dict(zero_point=False), "the zero point is left out: out is x @ (q * scales). W = (q - zeros[k // "
+                                         "group_size]) * scales[k // group_size], q the 4-bit integer in 0 .. 15.")]:
             mistaken = reference_int4_linear(x, packed, scales, zeros, group_size, **wrong)
             if torch.allclose(out.float(), mistaken.float(), atol=atol, rtol=rtol):
-                raise CheckFailed(f"{what}: the result is x @ W with {message}")
+                raise CheckFailed(f"{what}: {message}")
     check_output(out, expected, name=f"{what}: out", inputs=untouched, atol=atol, rtol=rtol,
                  hint=int4_hint(M, K, N, group_size, x))
 
