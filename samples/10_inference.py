@@ -20,6 +20,8 @@
 # fay's paged kernel forgets the mask of the last page: it reads the slots past lengths[b], which
 # hold other tokens' keys, so every sequence whose length ends inside a page is wrong.
 # gus swaps the nibbles: row 2i of W from the high nibble, row 2i + 1 from the low one.
+# jo's int4 kernel leaves out the zero point: W = q * scales (ci: False, a second mistake of the format,
+# caught by the same check as gus's).
 # hal's contiguous partials kernel steps through its whole slice with masks instead of stopping at
 # N: a block (or a slice) with no key in it leaves m = -inf, and exp2(-inf - (-inf)) is NaN, which the
 # merge spreads to o wherever a slice ends past the cache. Its paged kernel is the reference's.
@@ -481,4 +483,17 @@
                                          'slice, masked past N']]},
          'fails': ['test_decode_attention', 'test_decode_attention_hidden'],
          'why': {'test_decode_attention': 'a slice (or a block) with no key in it',
-                 'test_decode_attention_hidden': 'a slice (or a block) with no key in it'}}}
+                 'test_decode_attention_hidden': 'a slice (or a block) with no key in it'}},
+ 'jo': {'ci': False,
+        'about': 'the int4 kernel leaves out the zero point',
+        'answers': 'solution',
+        'edits': {'int4_linear': [['        w_low = (((packed & 0xF).to(tl.float32) - z[None, :]) * s[None, '
+                                   ':]).to(x_even.dtype)',
+                                   '        w_low = ((packed & 0xF).to(tl.float32) * s[None, :]).to(x_even.dtype)'],
+                                  ['        w_high = (((packed >> 4).to(tl.float32) - z[None, :]) * s[None, '
+                                   ':]).to(x_even.dtype)',
+                                   '        w_high = ((packed >> 4).to(tl.float32) * s[None, :]).to(x_even.dtype)']]},
+        'fails': ['test_int4_linear', 'test_int4_linear_hidden', 'test_int4_performance'],
+        'why': {'test_int4_linear': 'the zero point is left out',
+                'test_int4_linear_hidden': 'the zero point is left out',
+                'test_int4_performance': 'the zero point is left out'}}}
