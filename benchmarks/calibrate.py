@@ -35,7 +35,7 @@ DOC = ROOT / "docs" / "calibration.md"
 BEGIN, END = "<!-- calibration: begin (written by benchmarks/calibrate.py) -->", "<!-- calibration: end -->"
 
 # The tests' own words for the figure they grade: a fraction of the copy bandwidth, or of the vendor's speed.
-FIGURE = re.compile(r"(\d+)% of this device's copy bandwidth|: ([\d.]+)x (?:cuBLAS|SDPA|torch\._scaled_mm)")
+FIGURE = re.compile(r"(\d+)% of this device's copy bandwidth|: ([\d.]+)x (?:cuBLAS|SDPA|torch\._scaled_mm|torch's)")
 
 # lesson -> {its performance test: {label: variant}}; a variant is a sample (edits, replace, add_cells)
 # with "should": "pass" or "miss", and "like": a sample of the class whose answers it edits.
@@ -154,6 +154,21 @@ VARIANTS = {
                 "BLOCK_OWN=32, BLOCK_STEP=16, num_warps=4, num_stages=1)"]]},
         },
     },
+    "10_inference": {
+        "test_decode_performance": {
+            "64 slices per head": {"should": "pass", "add_cells": [["paged_decode_attention", (
+                "from functools import partial\n\npaged_decode_attention = partial(paged_decode_attention, splits=64)")]]},
+            "one slice per head (lesson 7's grid: no split-KV)": {"should": "miss", "add_cells": [[
+                "paged_decode_attention", "from functools import partial\n\npaged_decode_attention = "
+                "partial(paged_decode_attention, splits=1)"]]},
+        },
+        "test_int4_performance": {
+            "split-K of 16": {"should": "pass", "add_cells": [["int4_linear", (
+                "from functools import partial\n\nint4_linear = partial(int4_linear, split_k=16)")]]},
+            "no split-K (one program per 128 columns)": {"should": "miss", "add_cells": [["int4_linear", (
+                "from functools import partial\n\nint4_linear = partial(int4_linear, split_k=1)")]]},
+        },
+    },
 }
 
 
@@ -173,7 +188,8 @@ def measure(course, lesson, test, label, sample):
     except Exception as error:  # a CheckFailed says why the variant missed; anything else is shown as is
         passed, said = False, f"{out.getvalue()}\n{type(error).__name__}: {error}"
     found = FIGURE.findall(said)
-    figure = (f"{found[-1][0]}%" if found[-1][0] else f"{found[-1][1]}x") if found else "-"
+    # a test graded on two figures (lesson 10's: a fraction of copy, a ratio to torch) gives both
+    figure = " / ".join(dict.fromkeys(f"{share}%" if share else f"{ratio}x" for share, ratio in found)) or "-"
     return passed, figure, said.strip().splitlines()[-1][:300] if said.strip() else ""
 
 

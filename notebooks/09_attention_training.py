@@ -619,8 +619,9 @@ print("attention_forward passed the hidden tests.")
 # consumer warps with `setmaxnreg`. Under the interpreter the cell prints nothing but that the
 # interpreter's times say nothing about a GPU.
 #
-# What the course measured on an H200 (Triton 3.6, `solutions/` executed there): 367, 426 and 466
-# TFLOP/s for the first three steps, cuDNN 646. With warp specialisation the PTX is **identical**
+# What the course measured on an H200 (Triton 3.6, `solutions/` executed there): 365, 419 and 459
+# TFLOP/s for the first three steps, 455 with the switch on, cuDNN 584. With warp specialisation
+# the PTX is **identical**
 # to the PTX without it: Triton 3.6 (and 3.9) leaves this loop as it is on Hopper, while it splits
 # lesson 8's matmul loop (`setmaxnreg` appears there), and Triton's own attention tutorial turns the
 # switch on only on Blackwell. Any gap in TFLOP/s between the last two steps is the spread of two
