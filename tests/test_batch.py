@@ -319,3 +319,4 @@ def test_default_workers_fill_the_cores_and_fit_in_gpu_memory():
     assert default_workers([0], 4.0, cores=16, memory_gib=[15.6]) == 3
     assert default_workers([0, 1], 4.0, cores=16, memory_gib=[15.6, 80]) == 6  # workers go round the GPUs
     assert default_workers([0], 20.0, cores=16, memory_gib=[15.6]) == 1  # too small for one: one, not none
+    assert default_workers([0], cores=16, memory_gib=[15.6]) == 2  # the default cap, 6 GiB: two on a 16 GB card

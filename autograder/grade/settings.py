@@ -10,6 +10,7 @@ class Settings:
     processes: int = 256
     sandbox: bool = True
     threads: int = 0  # CPU threads per notebook (torch, NumPy); 0: the cores shared among the workers
-    # GPU memory torch may allocate in one notebook: 02, the largest, peaks at 3.6 GiB with its CUDA context
-    # (docs/benchmarks.md).
-    gpu_memory_gb: float = 4.0
+    # GPU memory torch may allocate in one notebook. 02's sweep peaks at 3.6 GiB with its CUDA context
+    # (docs/benchmarks.md); 05's forward performance test ran out of 4 GiB on the H200 (bench_against
+    # refills fresh copies of its 256 MB input for both timers), so 6: an H200 still holds 16 notebooks.
+    gpu_memory_gb: float = 6.0
