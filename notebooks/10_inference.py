@@ -80,21 +80,24 @@ def int4_dtypes():
         or [torch.float32]
 
 
-def decode_config(d):
+def decode_config(d, dtype):
     """Keys per step of the split-KV kernel, warps and pipeline stages: 64 keys of d = 128 fp16 are
-    16 KB of K and 16 KB of V per stage on a GPU; small blocks under the interpreter."""
+    16 KB of K and 16 KB of V per stage on a GPU; in fp32 32 keys, so that three stages fit the 99 KB
+    of an L4 or RTX 40 and one fits a T4's 64 KB; small blocks under the interpreter."""
     if not ON_GPU:
         return dict(BLOCK_N=16, num_warps=4, num_stages=1)
-    return dict(BLOCK_N=64 if d <= 128 else 32, num_warps=4, num_stages=3)
+    return dict(BLOCK_N=32 if dtype == torch.float32 or d > 128 else 64, num_warps=4, num_stages=3)
 
 
-def int4_config(group_size):
+def int4_config(group_size, dtype):
     """Blocks of the int4 product. BLOCK_M = 16 rows of x (tl.dot's least; decoding has 1 to 16),
     BLOCK_N columns of W per program, BLOCK_K rows of W per step (a divisor of the group size, so
     that a step has one row of scales and zeros). On a GPU 128 columns, 128 rows, 4 warps, 4 stages."""
     if not ON_GPU:
         return dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=min(group_size, 32), num_warps=4, num_stages=1)
-    return dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=min(group_size, 128), num_warps=4, num_stages=4)
+    # fp32 x (a T4): 64 rows, since 128 rows of W expanded to fp32 take 72 KB, more than its 64 KB
+    return dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=min(group_size, 64 if dtype == torch.float32 else 128),
+                num_warps=4, num_stages=4)
 
 
 def check_fraction(achieved, fraction, what, hint, graded):
@@ -103,26 +106,12 @@ def check_fraction(achieved, fraction, what, hint, graded):
     __tracebackhide__ = True
     if graded:
         check_bandwidth(achieved, fraction, what, hint=hint)
-    elif ON_GPU:
+        return
+    if ON_GPU:
         roof = copy_bandwidth()
         print(f"{what} reached {achieved:.0f} GB/s, {achieved / roof:.0%} of this device's copy bandwidth "
-              f"({roof:.0f} GB/s). Not graded here: compute capability {CAPABILITY[0]}.{CAPABILITY[1]}; the "
-              f"target ({fraction:.0%}) was set on 9.0 (H100, H200).")
-    else:
-        advisory(f"{what} for {fraction:.0%} of the card's\nmeasured copy bandwidth")
-
-
-def check_against_torch(theirs, ours, target, verdict, requirement, hint, graded):
-    """A test against torch's speed (`ours` must take at most 1/target of `theirs`, in ms), graded where
-    `graded`; on other GPUs the verdict is printed with the reason it is not graded (the kit's
-    advisory() is for the interpreter: under a GPU grader it fails the test), under the interpreter
-    it is advisory."""
-    __tracebackhide__ = True
-    if graded or not ON_GPU:
-        check_speed_against(theirs, ours, target, verdict, requirement, hint, graded)
-    else:
-        print(f"{verdict} Not graded here: compute capability {CAPABILITY[0]}.{CAPABILITY[1]}; the target was set "
-              "on 9.0 (H100, H200).")
+              f"({roof:.0f} GB/s).")
+    advisory(f"{what} for {fraction:.0%} of the card's\nmeasured copy bandwidth, on compute capability 9.0")
 
 
 def lesson_note():
@@ -320,7 +309,7 @@ print(f"split-KV: one program per (sequence, K/V head, slice of the keys): {B * 
 # 3. `decode_attention(q, k, v, scale=None, splits=None)`: checks the inputs (`q` 3-D `(B, H, d)`,
 #    `k` and `v` 4-D of one shape `(B, N, H_kv, d)` with `q`'s `B` and `d`, `N >= 1`, `H % H_kv == 0`,
 #    one dtype and device, `d` in `HEAD_DIMS`: `ValueError` saying what is wrong), takes
-#    `decode_config(d)`, chooses `SPLITS` as above (or uses `splits` when it is given: the tests
+#    `decode_config(d, q.dtype)`, chooses `SPLITS` as above (or uses `splits` when it is given: the tests
 #    pass it to try one slice, and more slices than there are blocks), allocates the scratch with
 #    `torch.empty` and `o` `(B, H, d)` in `q`'s dtype, launches both kernels and returns `o`.
 #    `scale` defaults to `d ** -0.5`. No `.contiguous()`: pass every stride.
@@ -419,7 +408,7 @@ def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale=No
         raise ValueError(f"q, k and v must share a dtype and a device, got {q.dtype}, {k.dtype}, {v.dtype}")
     if d not in HEAD_DIMS:
         raise ValueError(f"head dim {d} is not supported: the kernel takes {HEAD_DIMS}")
-    config = decode_config(d)
+    config = decode_config(d, q.dtype)
     block_n = config["BLOCK_N"]
     if splits is None:
         splits = min(triton.cdiv(2 * multiprocessors(), B * H_kv), triton.cdiv(N, block_n))
@@ -630,7 +619,7 @@ print("decode_attention passed the hidden tests.")
 #    `(B,)`, both int32; `H % H_kv == 0`; one dtype and device for `q`, `k_pages`, `v_pages`: else
 #    `ValueError`), chooses `SPLITS` from `block_table.shape[1] * PAGE_SIZE` keys (or takes
 #    `splits`), launches your kernel and `decode_merge_kernel`, and returns `o` `(B, H, d)` in
-#    `q`'s dtype. `decode_config(d)` still gives `num_warps` and `num_stages`.
+#    `q`'s dtype. `decode_config(d, q.dtype)` still gives `num_warps` and `num_stages`.
 
 # %% nbgrader={"grade_id": "paged_decode_attention", "solution": true}
 @triton.jit
@@ -707,7 +696,7 @@ def paged_decode_attention(q: torch.Tensor, k_pages: torch.Tensor, v_pages: torc
         raise ValueError("q, k_pages and v_pages must share a dtype and a device")
     if d not in HEAD_DIMS:
         raise ValueError(f"head dim {d} is not supported: the kernel takes {HEAD_DIMS}")
-    config = decode_config(d)
+    config = decode_config(d, q.dtype)
     config.pop("BLOCK_N")  # a page is the block
     max_pages = block_table.shape[1]
     if splits is None:
@@ -912,7 +901,7 @@ print("pack_int4 and dequantize on 4 x 2 weights:")
 q = torch.tensor([[0, 15], [1, 14], [2, 13], [3, 12]], device=DEVICE)
 packed = pack_int4(q)
 print("  q =", q.tolist(), "-> packed bytes", packed.tolist(), "(row i: q[2i] + 16 q[2i + 1])")
-print("  dequantize with scale 0.5, zero 8:", dequantize(packed, torch.full((1, 2), 0.5), torch.full((1, 2), 8.0), 4).tolist())
+print("  dequantize with scale 0.5, zero 8:", dequantize(packed, torch.full((1, 2), 0.5, device=DEVICE), torch.full((1, 2), 8.0, device=DEVICE), 4).tolist())
 del q, packed
 
 
@@ -959,7 +948,7 @@ del q, packed
 # 3. `int4_linear(x, packed, scales, zeros, group_size, split_k=None)`: checks (`x` 2-D `(M, K)`,
 #    16-bit or fp32; `packed` `(K // 2, N)` uint8; `scales` and `zeros` `(K // group_size, N)`;
 #    `group_size` in `GROUP_SIZES`; `K` a multiple of `group_size`: else `ValueError`), takes
-#    `int4_config(group_size)`, chooses `SPLIT_K` (or takes `split_k`), allocates the partials and
+#    `int4_config(group_size, x.dtype)`, chooses `SPLIT_K` (or takes `split_k`), allocates the partials and
 #    `out` `(M, N)` in `x`'s dtype with `torch.empty`, launches both kernels and returns `out`.
 #    `x` may have any strides.
 
@@ -1037,7 +1026,7 @@ def int4_linear(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zer
                          f"{tuple(zeros.shape)}")
     if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         raise ValueError(f"x must be fp16, bf16 or fp32, got {x.dtype}")
-    config = int4_config(group_size)
+    config = int4_config(group_size, x.dtype)
     block_k = config["BLOCK_K"]
     programs = triton.cdiv(N, config["BLOCK_N"]) * triton.cdiv(M, config["BLOCK_M"])
     if split_k is None:
@@ -1198,20 +1187,51 @@ print("int4_linear passed the hidden tests.")
 # **`DECODE_FRACTION` of the copy bandwidth** measured on this GPU and **`DECODE_VS_TORCH` times
 # torch's speed** (3 points). The second times `int4_linear` at `M = 16`, `K = N = 8192`, groups of
 # 128, against `torch.matmul` on the same weights in fp16 (cuBLAS), counting the packed weights,
-# scales, zeros, `x` and the output, and expects **`INT4_FRACTION` of the copy bandwidth** and
-# **`INT4_VS_TORCH` times** cuBLAS's speed (3 points). Elsewhere the tests print the numbers, say why
-# they are not graded, and pass.
+# scales, zeros, `x` and the output, and compares with **`INT4_FRACTION` of the copy bandwidth** and
+# **`INT4_VS_TORCH` times** cuBLAS's speed; it is advisory on every GPU for now (below), so its 3
+# points are for a correct product that a Triton kernel computed. Elsewhere the tests print the
+# numbers, say why they are not graded, and pass.
 #
-# CALIBRATE: what the course measured on an H200 (the reference's fractions, torch's, and the naive
-# variants the targets sit above) goes here, as in lesson 9.
+# What the course measured on an H200 (Triton 3.6, torch 2.11, `benchmarks/calibrate.py --only
+# 10_inference --rounds 2`, docs/calibration.md), at these shapes:
+#
+# | answer | decoding: of copy, against torch | int4: of copy, against cuBLAS on fp16 |
+# |---|---|---|
+# | the course's reference | 32-33%, 1.25-1.27x | 11%, 0.40-0.42x |
+# | a second correct answer (atomic split-K, its own loops) | 36%, 1.31-1.35x | 8-11%, 0.29-0.45x |
+# | 64 slices per head / split-K of 16 | 36-38%, 1.40-1.42x | 12-13%, 0.45-0.49x |
+# | one slice per head (no split-KV) / no split-K | 5%, 0.21-0.24x | 5%, 0.16-0.18x |
+#
+# The solutions notebook, run alone on a freshly started H200 the same day, measured the reference
+# at 14% of copy and 1.43x torch: the kernel and torch both took 2.3 times as long (244 and 349 us)
+# while the copy bandwidth stayed (4.0 TB/s). The likely cause is the multiprocessors' clock: a
+# kernel a third of the way to the roof is bound by latency, which follows it, and a copy is not.
+# So the fraction is set below that run, at 8% of copy, over the kernel without splits (5%), and
+# the comparison with torch, timed in turns with yours and so on the same clock, is the sharper
+# test: 0.6x, between the slowest correct answer and the kernel without splits.
+#
+# **The int4 test only advises, on every GPU**: at these sizes the bytes
+# floor is 36 MB, 9 us at an H200's copy bandwidth, less than the 40 to 80 us Python takes to check
+# the arguments, allocate and launch two kernels, so a call timed on its own measures the host. In
+# the course's grader (`autograder demo` on the H200) the course's own kernel measured 5% of copy
+# and 0.19x cuBLAS against 11% and 0.42x alone: what else the host was doing moved the grade.
+# (Serving engines replay decoding steps from CUDA graphs for this reason.) Its figures, 5% of copy
+# and 0.2x cuBLAS, are what it prints against. Read the int4 row honestly:
+# the course's own int4 kernel is **slower than cuBLAS on fp16 weights**, though it reads four
+# times fewer bytes; it reaches a ninth of the copy bandwidth where the bytes floor allows all of
+# it. Unpacking, scaling and `tl.dot` on 16 rows cost more than the bytes saved, as this kernel is
+# written: a faster one (more bytes in flight per program, the unpacking off the critical path) is
+# the course's open work, and a good exercise for you after this lesson. Decoding is in better
+# shape: ahead of torch's gather + SDPA, at a third of the copy bandwidth (pages of 16 tokens are
+# small steps: each is 4 KB of K and of V per head).
 
 # %% nbgrader={"grade_id": "speed_targets", "locked": true}
 # The performance targets (read-only: grading restores them), on compute capability 9.0.
-# CALIBRATE: placeholders until measured on an H200 (docs/calibration.md).
-DECODE_FRACTION = 0.5  # of the copy bandwidth, on K, V, q and o read or written once
-DECODE_VS_TORCH = 1.0  # times the speed of gathering the pages and SDPA
-INT4_FRACTION = 0.4  # of the copy bandwidth, on the packed weights, scales, zeros, x and out
-INT4_VS_TORCH = 1.0  # times the speed of torch.matmul on the weights in fp16 (cuBLAS)
+# Calibrated on an H200 (the table above, docs/calibration.md).
+DECODE_FRACTION = 0.08  # of the copy bandwidth, on K, V, q and o read or written once
+DECODE_VS_TORCH = 0.6  # times the speed of gathering the pages and SDPA
+INT4_FRACTION = 0.05  # of the copy bandwidth, on the packed weights, scales, zeros, x and out
+INT4_VS_TORCH = 0.2  # times the speed of torch.matmul on the weights in fp16 (cuBLAS)
 DECODE_SHAPE = (4, 8192, 32, 8, 128, 16)  # B, tokens per sequence, H, H_kv, d, PAGE_SIZE: 128 MB of cache
 INT4_SHAPE = (16, 8192, 8192, 128)  # M, K, N, group_size: 34 MB packed, 134 MB in fp16 for torch
 
@@ -1245,16 +1265,18 @@ with exclusive_gpu():  # under the grader, no other notebook runs on the GPU mea
                    "one tl.dot), and are there enough slices to give every multiprocessor about two programs?",
                    graded)
 del q, k_pages, v_pages
-check_against_torch(theirs, ours, DECODE_VS_TORCH, f"{what}: {theirs / ours:.2f}x torch's gather + SDPA; the target "
+check_speed_against(theirs, ours, DECODE_VS_TORCH, f"{what}: {theirs / ours:.2f}x torch's gather + SDPA; the target "
                     f"is {DECODE_VS_TORCH}x.", f"paged_decode_attention at {DECODE_SHAPE} (B, tokens, H, H_kv, d, "
                     f"PAGE_SIZE) in fp16, on compute capability 9.0,\nfor {DECODE_VS_TORCH}x the speed of gathering "
                     "the pages and SDPA", "Does the kernel read the pages in place (no gather), and split the keys "
                     "so that the whole GPU works?", graded)
 
 # %% nbgrader={"grade": true, "grade_id": "test_int4_performance", "locked": true, "points": 3}
-graded = graded_speed()
 dtype = int4_dtypes()[0]
-M, K, N, group_size = INT4_SHAPE if graded else (16, sized(1024, 256), sized(1024, 64), 128)
+M, K, N, group_size = INT4_SHAPE if graded_speed() else (16, sized(1024, 256), sized(1024, 64), 128)
+# Advisory on every GPU for now: one call is shorter than its host code (see above), so timing calls
+# one by one measures the CPU that launches them, and under the grader that failed honest answers.
+graded = False
 run_int4(3, 256, 40, 64, dtype=dtype)  # a small product first: masks and the format
 x, packed, scales, zeros = int4_inputs(M, K, N, group_size, dtype)
 with count_launches() as launches:
@@ -1278,7 +1300,7 @@ with exclusive_gpu():
                    "read BLOCK_K // 2 rows of packed bytes once, and are the partials few (SPLIT_K * M * N fp32)?",
                    graded)
 del x, packed, scales, zeros, w16
-check_against_torch(theirs, ours, INT4_VS_TORCH, f"{what}: {theirs / ours:.2f}x torch.matmul on fp16 weights; the "
+check_speed_against(theirs, ours, INT4_VS_TORCH, f"{what}: {theirs / ours:.2f}x torch.matmul on fp16 weights; the "
                     f"target is {INT4_VS_TORCH}x.", f"int4_linear at {INT4_SHAPE} (M, K, N, group_size), on compute "
                     f"capability 9.0,\nfor {INT4_VS_TORCH}x the speed of cuBLAS on the weights in fp16",
                     "Four times fewer bytes than cuBLAS reads: is the weight expanded in registers inside the K "
@@ -1337,6 +1359,8 @@ plot_bandwidth(rows, products, f"x @ W at K = N = {K}, groups of 128", roof=roof
 #   loop (mask, shift, subtract the zero point, scale), the even and odd rows of `W` meeting `x`'s
 #   even and odd columns, and **split-K** gives every multiprocessor work when `M` is small.
 # - Both are judged against the **bytes floor**: what fraction of the copy bandwidth they reach.
+# - A floor is a bound, not a result: the course's own int4 kernel reads four times fewer bytes
+#   than cuBLAS on fp16 weights and is still slower (section 5). Measure before you believe.
 #
 # **Next:** the course ends here; the same measuring, bytes or operations against the roof, applies
 # to every kernel you write next.

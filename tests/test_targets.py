@@ -6,8 +6,8 @@ A10 and RTX 30 (sm_86), L4 and RTX 40 (sm_89), H100 and H200 (sm_90). For each t
 
 1. every @triton.jit kernel of the published solutions compiles, in every dtype the kit gives a
    notebook on that GPU (kit.FLOAT_DTYPES, kit.DOT_DTYPES, computed by the kit itself for that
-   compute capability; 08's own helpers, matmul_dtypes() and fp8_input(), and 09's
-   attention_dtypes(), likewise), with the launch parameters the lessons use;
+   compute capability; 08's own helpers, matmul_dtypes() and fp8_input(), 09's
+   attention_dtypes() and 10's decode_dtypes() and int4_dtypes(), likewise), with the launch parameters the lessons use;
 2. what tl.dot becomes (wgmma, mma.sync, or plain FMAs) agrees with kit.dot_dtypes: its choice of
    dtypes and what its sentence says about tensor cores and TF32; and what 08's kernels compile to
    (TMA copies, warp specialisation, FP8) agrees with its hopper_note();
@@ -17,7 +17,7 @@ A10 and RTX 30 (sm_86), L4 and RTX 40 (sm_89), H100 and H200 (sm_90). For each t
 The kernels are the solutions' own (solutions/<lesson>/<lesson>.ipynb), defined by executing their
 cells' kernel definitions after the kit. KERNELS below says how each is launched: a kernel it does
 not describe, or describes with the wrong parameters, fails the test, and so does a launch chosen
-by a wrapper of the solutions (WRAPPERS: 07's, 08's, 09's) that the wrapper no longer makes. The compiles run
+by a wrapper of the solutions (WRAPPERS: 07's, 08's, 09's, 10's) that the wrapper no longer makes. The compiles run
 in a subprocess (this file, run as a script) that forks one compiler per core: there Triton must make
 real JITFunctions (TRITON_INTERPRET=0), while other tests in the pytest process need the
 interpreter; and there the kit is executed with a pretend GPU of each compute capability, so that
@@ -145,8 +145,8 @@ TRAINING_DTYPES, FAST_DTYPE = "attention_dtypes()", "[fast_dtype()]"
 TRAINING_WS = "[d for d in [fast_dtype()] if warp_specializes(d)]"  # section 3's warp-specialised step
 
 
-def strides(*tensors):
-    return " ".join(f"stride_{t}{axis}:{'1' if axis == 'd' else 'i32/16'}" for t in tensors for axis in "bnhd")
+def strides(*tensors, axes="bnhd"):
+    return " ".join(f"stride_{t}{axis}:{'1' if axis == 'd' else 'i32/16'}" for t in tensors for axis in axes)
 
 
 def training_config(d, dtype, cc):
@@ -197,6 +197,70 @@ def training_backward_launches(dtype, cc):
         return {"BLOCK_OWN": 128, "BLOCK_STEP": 32, "num_warps": 4 if d <= 64 else 8,
                 "num_stages": 5 if cc >= 90 else 2}
     return [dict(HEAD_DIM=d, CAUSAL=causal, **config(d)) for d, causal in training_sizes()]
+
+
+# Lesson 10 chooses its launches on the device too (its locked cell "inference_helpers"): the decoding
+# kernels' dtypes are decode_dtypes() (DOT_DTYPES: fp32 everywhere, the tests' default); the int4
+# kernels' are what its tests give x: fp16 (run_int4's default, on every GPU) and int4_dtypes() (fp16
+# and bf16, fp32 on a T4). decode_config, int4_config and the wrappers' choice of slices (from
+# multiprocessors(), which LESSON_HELPERS makes SMS[cc]) are copied below by hand; WRAPPERS checks them
+# against what decode_attention, paged_decode_attention and int4_linear launch. The shapes ("shape":
+# the call that makes the launch, which WRAPPERS replays): the performance tests' DECODE_SHAPE
+# (B, tokens, H, H_kv, d, PAGE_SIZE) = (4, 8192, 32, 8, 128, 16), graded on 9.0 and the plot's on every
+# GPU; their ungraded shape elsewhere (2, 1024, 4, 2, 64, 16); INT4_SHAPE (M, K, N, group_size) =
+# (16, 8192, 8192, 128); and the tests' groups of 64. Tensors are contiguous, as the tests make them.
+DECODE_DTYPES, INT4_DTYPES = "decode_dtypes()", "list(dict.fromkeys([torch.float16] + int4_dtypes()))"
+DECODE_SHAPE, DECODE_UNGRADED, INT4_SHAPE = (4, 8192, 32, 8, 128, 16), (2, 1024, 4, 2, 64, 16), (16, 8192, 8192, 128)
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def decode_config(d, dtype):
+    """10's decode_config(d, dtype) on a GPU: 64 keys per step up to d = 128 in 16 bits, 32 in fp32,
+    4 warps, 3 stages."""
+    return {"BLOCK_N": 32 if dtype == "fp32" or d > 128 else 64, "num_warps": 4, "num_stages": 3}
+
+
+def decode_launches(dtype, cc):
+    """decode_attention's and paged_decode_attention's partials at d = 64 and 128: BLOCK_G =
+    max(16, next power of two of H // H_kv), 16 in every test (groups of 1, 2, 4 and 8); pages of 16."""
+    return [dict(HEAD_DIM=d, BLOCK_G=16, **decode_config(d, dtype), shape=("decode", 4, 8192, 32, 8, d, 16))
+            for d in (64, 128)]
+
+
+def paged_launches(dtype, cc):
+    return [dict(HEAD_DIM=d, PAGE_SIZE=16, BLOCK_G=16, num_warps=4, num_stages=3, shape=("paged", 4, 8192, 32, 8, d, 16))
+            for d in (64, 128)]
+
+
+def decode_splits(kind, B, N, H_kv, d, page, cc):
+    """The slices the wrapper (kind "decode" or "paged") cuts the keys into: about two programs per
+    multiprocessor, no more than there are blocks of keys (pages)."""
+    block = page if kind == "paged" else decode_config(d, "fp16")["BLOCK_N"]
+    blocks = cdiv(N, block)
+    splits = min(cdiv(2 * SMS[cc], B * H_kv), blocks)
+    return cdiv(blocks, cdiv(blocks, splits))
+
+
+def merge_launches(dtype, cc):
+    """decode_merge_kernel after paged_decode_attention at DECODE_SHAPE and at the ungraded shape
+    (BLOCK_S the next power of two of the slices: 4 to 32 by the GPU), and after the tests'
+    decode_attention of 40 keys in 5 slices (BLOCK_S = 8)."""
+    def launch(kind, B, N, H, H_kv, d, page, splits=None):
+        splits = splits or decode_splits(kind, B, N, H_kv, d, page, cc)
+        return {"HEAD_DIM": d, "BLOCK_S": 1 << (splits - 1).bit_length(),
+                "shape": (kind, B, N, H, H_kv, d, page) + ((splits,) if kind == "decode" else ())}
+    return [launch("paged", *DECODE_SHAPE), launch("paged", *DECODE_UNGRADED), launch("decode", 1, 40, 4, 2, 64, 16, 5)]
+
+
+def int4_launches(dtype, cc):
+    """int4_linear's int4_config(group_size, dtype) at INT4_SHAPE's groups of 128 and the tests' 64: 16
+    rows, 128 columns, BLOCK_K = min(group_size, 128) rows of W per step (64 in fp32), 4 warps, 4 stages."""
+    return [{"GROUP_SIZE": g, "BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": min(g, 64 if dtype == "fp32" else 128),
+             "num_warps": 4, "num_stages": 4,
+             "shape": INT4_SHAPE[:3] + (g,)} for g in (128, 64)]
 
 
 KERNELS = {
@@ -297,6 +361,25 @@ KERNELS = {
                                       f"{strides('q', 'k', 'v', 'do', 'dq')} H:i32/16 N:i32/16 GROUP:i32 scale:fp32",
                                       TRAINING_DTYPES, training_backward_launches, dot=True),
     },
+    "10_inference": {
+        "decode_partials_kernel": kernel(f"q_ptr:*T k_ptr:*T v_ptr:*T m_ptr:*fp32 l_ptr:*fp32 acc_ptr:*fp32 "
+                                         f"{strides('q', axes='bhd')} {strides('k', 'v')} H:i32/16 H_KV:i32 N:i32/16 "
+                                         "GROUP:i32 SPLITS:i32 keys_per_split:i32/16 scale:fp32", DECODE_DTYPES,
+                                         decode_launches, dot=True),
+        "decode_merge_kernel": kernel(f"m_ptr:*fp32 l_ptr:*fp32 acc_ptr:*fp32 o_ptr:*T {strides('o', axes='bhd')} "
+                                      "H:i32/16 SPLITS:i32", DECODE_DTYPES, merge_launches),
+        "paged_decode_partials_kernel": kernel(
+            f"q_ptr:*T k_ptr:*T v_ptr:*T table_ptr:*i32 lengths_ptr:*i32 m_ptr:*fp32 l_ptr:*fp32 acc_ptr:*fp32 "
+            f"{strides('q', axes='bhd')} {strides('k', 'v', axes='pshd')} stride_tb:i32/16 H:i32/16 H_KV:i32 GROUP:i32 "
+            "SPLITS:i32 keys_per_split:i32/16 scale:fp32", DECODE_DTYPES, paged_launches, dot=True),
+        # x in the dtype under test; W packed in bytes, scales and zeros fp16 (int4_inputs')
+        "int4_matmul_kernel": kernel("x_ptr:*T w_ptr:*u8 s_ptr:*fp16 z_ptr:*fp16 part_ptr:*fp32 M:i32/16 N:i32/16 "
+                                     "K:i32/16 k_per_split:i32/16 stride_xm:i32/16 stride_xk:1 stride_wk:i32/16 "
+                                     "stride_wn:1 stride_sk:i32/16 stride_sn:1 stride_zk:i32/16 stride_zn:1",
+                                     INT4_DTYPES, int4_launches, dot=True),
+        "int4_reduce_kernel": kernel("part_ptr:*fp32 out_ptr:*T total:i32/16 SPLIT_K:i32", INT4_DTYPES,
+                                     [{"BLOCK": 1024, "shape": INT4_SHAPE}]),
+    },
 }
 HELPERS = {
     "06_matmul": {"tile_of_program": ["record_tiles_kernel", "matmul_kernel", "linear_relu_kernel"],
@@ -321,6 +404,12 @@ LESSON_HELPERS = {
         "define": ["HEAD_DIMS", "has_tma", "attention_dtypes", "fast_dtype", "attention_config", "backward_config",
                    "warp_specializes", "descriptor_ready"],
         "read": [TRAINING_DTYPES, FAST_DTYPE, TRAINING_WS]},
+    # "stand_ins": expressions, evaluated there, that replace the lesson's own definitions
+    "10_inference": {
+        "define": ["HEAD_DIMS", "PAGE_SIZES", "GROUP_SIZES", "multiprocessors", "fast_dtype", "decode_dtypes",
+                   "int4_dtypes", "decode_config", "int4_config"],
+        "stand_ins": {"multiprocessors": "lambda: NUM_SMS"},
+        "read": [DECODE_DTYPES, INT4_DTYPES]},
 }
 
 
@@ -363,6 +452,28 @@ def _training_call(wrapper, launch, dtype, namespace):
         wrapper(q, kv, kv, causal=launch["CAUSAL"], **given)
 
 
+def _inference_call(wrapper, launch, dtype, namespace):
+    """10's wrappers at the launch's shape, on tensors that only look that big (expanded zeros: the
+    kernels are recorders), leaving the blocks, warps, stages and slices to them."""
+    import torch
+    shape = launch["shape"]
+    if wrapper.__name__ == "int4_linear":
+        M, K, N, group = shape
+        wrapper(_zeros((M, K), dtype), torch.zeros((1, 1), dtype=torch.uint8).expand(K // 2, N),
+                *[_zeros((1, 1), "fp16").expand(K // group, N)] * 2, group)
+        return
+    kind, B, N, H, H_kv, d, page, *splits = shape
+    q = _zeros((B, H, d), dtype)
+    if kind == "decode":
+        kv = _zeros((1, 1, 1, d), dtype).expand(B, N, H_kv, d)
+        namespace["decode_attention"](q, kv, kv, splits=splits[0] if splits else None)
+    else:
+        pages = cdiv(N, page)
+        kv = _zeros((1, 1, 1, d), dtype).expand(B * pages, page, H_kv, d)
+        table = torch.arange(B * pages, dtype=torch.int32).reshape(B, pages)
+        namespace["paged_decode_attention"](q, kv, kv, table, torch.full((B,), N, dtype=torch.int32))
+
+
 # Kernels whose launches a wrapper of the solutions chooses (its default block sizes, warps and
 # stages): the wrapper, and how to call it for one launch of the table, leaving those to it. The
 # compiler process calls it on a pretend GPU of each compute capability, with the lesson's kernels
@@ -380,18 +491,24 @@ WRAPPERS = {
                               "attention_delta_kernel": ("attention_delta", _training_call),
                               "attention_dkdv_kernel": ("attention_backward", _training_call),
                               "attention_dq_kernel": ("attention_backward", _training_call)},
+    # decode_merge_kernel: after the wrapper its launch's shape names (paged or not)
+    "10_inference": {"decode_partials_kernel": ("decode_attention", _inference_call),
+                     "paged_decode_partials_kernel": ("paged_decode_attention", _inference_call),
+                     "decode_merge_kernel": ("paged_decode_attention", _inference_call),
+                     "int4_matmul_kernel": ("int4_linear", _inference_call),
+                     "int4_reduce_kernel": ("int4_linear", _inference_call)},
 }
 
 # How each target is covered. Triton has three code paths for tl.dot on these GPUs: plain FMAs
 # below compute capability 8.0, mma.sync (MMA v2) on 8.x and wgmma (MMA v3) on 9.0. The full
 # matrix (every kernel, dtype, launch and configuration on all five targets: COURSE_TARGETS_FULL=1,
-# 679 compiles, 3 minutes on two cores) showed what lets CI compile less (305) and stay near a
-# minute:
+# 800 compiles, about 4 minutes on two cores) showed what lets CI compile less (358) and stay
+# near a minute and a half:
 # - sm_86 and sm_89 compile exactly as sm_80 (the same shared memory and instructions in every
 #   compile): they differ from it in their shared memory limit, not their code. They compile
 #   GUARDS, which must come out as on sm_80, and sm_80's figures are checked against their limit.
 # - bf16 tiles take what fp16 tiles take (equal shared memory in every autotune configuration, and
-#   in every launch of 08 and 09): configurations are compiled in fp16 and fp32, and bf16 reads
+#   in every launch of 08, 09 and 10): configurations are compiled in fp16 and fp32, and bf16 reads
 #   fp16's figures; so do 08's and 09's launches (LAUNCH_DTYPE_AS), whose bf16 tl.dot is 06's.
 # - 09's CAUSAL changes no figure of its kernels (the same shared memory, instructions and memory
 #   operations causal and not, at d = 64 and 128, in every dtype on every target): CI compiles each
@@ -413,13 +530,16 @@ SAME_CODE_AS = {} if FULL_MATRIX else {86: 80, 89: 80}
 # And 08's descriptor kernel, which Triton lowers to ordinary loads below 9.0, with launch_config's tiles;
 # and 09's backward kernels at d = 128 in fp16, its launches with the most shared memory on 8.x
 # (dK/dV 80.25 KB of 99, dQ 80).
+# And 10's split-KV partials in fp32, at d = 64 (72.25 KB of 99) and d = 128 (140.25 KB: KNOWN_MISFITS).
 GUARDS = [("06_matmul", "matmul_kernel", dtype, 0) for dtype in ("fp32", "fp16", "bf16")] + [
     ("07_attention", "attention_fwd_kernel", "fp32", 1), ("07_attention", "attention_bwd_dkdv_kernel", None, 0),
     ("08_hopper_matmul", "tma_matmul_kernel", "fp16", 2)] + [
-    ("09_attention_training", name, "fp16", 1) for name in ("attention_dkdv_kernel", "attention_dq_kernel")]
+    ("09_attention_training", name, "fp16", 1) for name in ("attention_dkdv_kernel", "attention_dq_kernel")] + [
+    ("10_inference", "decode_partials_kernel", "fp32", index) for index in (0, 1)]
 CONFIG_DTYPE_AS = {} if FULL_MATRIX else {"bf16": "fp16"}
 LAUNCH_DTYPE_AS = {} if FULL_MATRIX else {lesson: {"bf16": "fp16"} for lesson in ("08_hopper_matmul",
-                                                                                   "09_attention_training")}
+                                                                                   "09_attention_training",
+                                                                                   "10_inference")}
 STAGES_MATTER_FROM = 0 if FULL_MATRIX else 80
 UNPIPELINED = ("num_stages", "FLATTEN")
 CONFIGS_UNCHECKED = set() if FULL_MATRIX else {(90, "fp32")}
@@ -454,8 +574,8 @@ WGMMA_ROWS = 64
 # autotuner, of its configurations (06's TUNING_CONFIGS). The test fails on any other, and on one of
 # these that fits: keep it exact.
 KNOWN_MISFITS = {
-    # Every launch of the lessons' own code fits every target: none is listed. (07's attention() and
-    # its backward choose smaller blocks in fp32 for that: docs/gpus.md.)
+    # Every launch of the lessons' own code fits every target (07's attention() and its backward, and
+    # 10's decode_config and int4_config, choose smaller blocks in fp32 for that: docs/gpus.md).
     # Autotune configurations that GPU cannot run: the autotuner times them as infinitely slow
     # (their launch raises OutOfResources) after compiling each. fp32 tiles take twice the bytes.
     ("matmul_kernel_tuned", 75, "fp32"): [0, 1, 2],
@@ -522,6 +642,8 @@ def _helpers(lesson, kit, cc):
             {t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)}
         if names & wanted:
             exec(source, namespace)
+    for name, expression in LESSON_HELPERS.get(lesson, {}).get("stand_ins", {}).items():
+        namespace[name] = eval(expression, namespace)
     return namespace
 
 
@@ -802,9 +924,9 @@ def compile_all(out, processes):
 # ---------------------------------------------------------------------------------------------
 # The tests, on what the compiler process wrote.
 
-META = {"only", "min_cc", "if", "given"}  # launch keys that say when and how, not what is launched
+META = {"only", "min_cc", "if", "given", "shape"}  # launch keys that say when and how, not what is launched
 OPTIONS = {"num_warps", "num_stages"} | META  # launch keys that are not tl.constexpr values
-ARG_KINDS = re.compile(r"\*(T|O|fp32|fp16|bf16|i32)|(i32|i64)(/16)?|fp32|1")
+ARG_KINDS = re.compile(r"\*(T|O|fp32|fp16|bf16|i32|u8)|(i32|i64)(/16)?|fp32|1")
 
 
 @pytest.fixture(scope="module")
@@ -955,7 +1077,8 @@ def test_what_tl_dot_becomes(results, cc):
             continue
         ieee = c["launch"].get("PRECISION") == "ieee"
         expected = "none" if ieee else DOT_PATH[cc]
-        if expected == "wgmma" and c["launch"].get("BLOCK_M", c["launch"].get("BLOCK_OWN", WGMMA_ROWS)) < WGMMA_ROWS:
+        rows = next((c["launch"][key] for key in ("BLOCK_M", "BLOCK_OWN", "BLOCK_G") if key in c["launch"]), WGMMA_ROWS)
+        if expected == "wgmma" and rows < WGMMA_ROWS:
             expected = "mma"
         operand = {"fp32": "tf32", "fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", None: "tf32"}[c["dtype"]]
         if operand == "e4m3" and cc >= 90 and expected == "mma":
