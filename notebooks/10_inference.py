@@ -901,8 +901,9 @@ print("pack_int4 and dequantize on 4 x 2 weights:")
 q = torch.tensor([[0, 15], [1, 14], [2, 13], [3, 12]], device=DEVICE)
 packed = pack_int4(q)
 print("  q =", q.tolist(), "-> packed bytes", packed.tolist(), "(row i: q[2i] + 16 q[2i + 1])")
-print("  dequantize with scale 0.5, zero 8:", dequantize(packed, torch.full((1, 2), 0.5, device=DEVICE), torch.full((1, 2), 8.0, device=DEVICE), 4).tolist())
-del q, packed
+scale, zero = torch.full((1, 2), 0.5, device=DEVICE), torch.full((1, 2), 8.0, device=DEVICE)
+print("  dequantize with scale 0.5, zero 8:", dequantize(packed, scale, zero, 4).tolist())
+del q, packed, scale, zero
 
 
 # %% [markdown]
