@@ -217,10 +217,10 @@ def cdiv(a, b):
     return -(-a // b)
 
 
-def decode_config(d, dtype):
-    """10's decode_config(d, dtype) on a GPU: 64 keys per step up to d = 128 in 16 bits, 32 in fp32,
-    4 warps, 3 stages."""
-    return {"BLOCK_N": 32 if dtype == "fp32" or d > 128 else 64, "num_warps": 4, "num_stages": 3}
+def decode_config(d, dtype, paged=False):
+    """10's decode_config(d, dtype, paged) on a GPU: 64 keys per step up to d = 128 in 16 bits, 32 in
+    fp32, 4 warps, 3 stages (2 for the paged kernel)."""
+    return {"BLOCK_N": 32 if dtype == "fp32" or d > 128 else 64, "num_warps": 4, "num_stages": 2 if paged else 3}
 
 
 def decode_launches(dtype, cc):
@@ -231,16 +231,15 @@ def decode_launches(dtype, cc):
 
 
 def paged_launches(dtype, cc):
-    return [dict(HEAD_DIM=d, PAGE_SIZE=16, BLOCK_G=16, num_warps=4, num_stages=3, shape=("paged", 4, 8192, 32, 8, d, 16))
-            for d in (64, 128)]
+    return [dict(HEAD_DIM=d, PAGE_SIZE=16, BLOCK_G=16, **decode_config(d, dtype, paged=True),
+                 shape=("paged", 4, 8192, 32, 8, d, 16)) for d in (64, 128)]
 
 
-def decode_splits(kind, B, N, H_kv, d, page, cc):
+def decode_splits(kind, B, N, H_kv, d, page, dtype, cc):
     """The slices the wrapper (kind "decode" or "paged") cuts the keys into: about two programs per
-    multiprocessor, no more than there are blocks of keys (pages)."""
-    block = page if kind == "paged" else decode_config(d, "fp16")["BLOCK_N"]
-    blocks = cdiv(N, block)
-    splits = min(cdiv(2 * SMS[cc], B * H_kv), blocks)
+    multiprocessor (four for the paged kernel), no more than there are blocks of keys."""
+    blocks = cdiv(N, decode_config(d, dtype)["BLOCK_N"])
+    splits = min(cdiv((4 if kind == "paged" else 2) * SMS[cc], B * H_kv), blocks)
     return cdiv(blocks, cdiv(blocks, splits))
 
 
@@ -249,7 +248,7 @@ def merge_launches(dtype, cc):
     (BLOCK_S the next power of two of the slices: 4 to 32 by the GPU), and after the tests'
     decode_attention of 40 keys in 5 slices (BLOCK_S = 8)."""
     def launch(kind, B, N, H, H_kv, d, page, splits=None):
-        splits = splits or decode_splits(kind, B, N, H_kv, d, page, cc)
+        splits = splits or decode_splits(kind, B, N, H_kv, d, page, dtype, cc)
         return {"HEAD_DIM": d, "BLOCK_S": 1 << (splits - 1).bit_length(),
                 "shape": (kind, B, N, H, H_kv, d, page) + ((splits,) if kind == "decode" else ())}
     return [launch("paged", *DECODE_SHAPE), launch("paged", *DECODE_UNGRADED), launch("decode", 1, 40, 4, 2, 64, 16, 5)]
@@ -257,9 +256,12 @@ def merge_launches(dtype, cc):
 
 def int4_launches(dtype, cc):
     """int4_linear's int4_config(group_size, dtype) at INT4_SHAPE's groups of 128 and the tests' 64: 16
-    rows, 128 columns, BLOCK_K = min(group_size, 128) rows of W per step (64 in fp32), 4 warps, 4 stages."""
-    return [{"GROUP_SIZE": g, "BLOCK_M": 16, "BLOCK_N": 128, "BLOCK_K": min(g, 64 if dtype == "fp32" else 128),
-             "num_warps": 4, "num_stages": 4,
+    rows, 256 columns, BLOCK_K = min(group_size, 128) rows of W per step (128 and 64 in fp32), 4 warps,
+    3 stages. Its tl.dot's first operand is the expanded weights, (BLOCK_N, BLOCK_K // 2): BLOCK_N rows."""
+    fp32 = dtype == "fp32"
+    block_n = 128 if fp32 else 256
+    return [{"GROUP_SIZE": g, "BLOCK_M": 16, "BLOCK_N": block_n, "BLOCK_K": min(g, 64 if fp32 else 128),
+             "num_warps": 4, "num_stages": 3, "dot_rows": block_n,
              "shape": INT4_SHAPE[:3] + (g,)} for g in (128, 64)]
 
 
@@ -391,6 +393,7 @@ HELPERS = {
     "09_attention_training": {"load_rows": ["attend"], "attend": ["attention_forward_kernel"],
                               "dkdv_from_queries": ["attention_dkdv_kernel"],
                               "dq_from_keys": ["attention_dq_kernel"]},
+    "10_inference": {"nibbles_as_float": ["int4_matmul_kernel"]},
 }
 # Lessons' own functions that choose dtypes and launches on the device, run on each pretend GPU
 # after the kit (with NUM_SMS = SMS[cc]), and the expressions of them that the table and the tests
@@ -924,7 +927,9 @@ def compile_all(out, processes):
 # ---------------------------------------------------------------------------------------------
 # The tests, on what the compiler process wrote.
 
-META = {"only", "min_cc", "if", "given", "shape"}  # launch keys that say when and how, not what is launched
+# Launch keys that say when and how, not what is launched ("dot_rows": the rows of tl.dot's first operand,
+# where no block size of the launch names them).
+META = {"only", "min_cc", "if", "given", "shape", "dot_rows"}
 OPTIONS = {"num_warps", "num_stages"} | META  # launch keys that are not tl.constexpr values
 ARG_KINDS = re.compile(r"\*(T|O|fp32|fp16|bf16|i32|u8)|(i32|i64)(/16)?|fp32|1")
 
@@ -1077,7 +1082,8 @@ def test_what_tl_dot_becomes(results, cc):
             continue
         ieee = c["launch"].get("PRECISION") == "ieee"
         expected = "none" if ieee else DOT_PATH[cc]
-        rows = next((c["launch"][key] for key in ("BLOCK_M", "BLOCK_OWN", "BLOCK_G") if key in c["launch"]), WGMMA_ROWS)
+        rows = next((c["launch"][key] for key in ("dot_rows", "BLOCK_M", "BLOCK_OWN", "BLOCK_G") if key in c["launch"]),
+                    WGMMA_ROWS)
         if expected == "wgmma" and rows < WGMMA_ROWS:
             expected = "mma"
         operand = {"fp32": "tf32", "fp16": "f16", "bf16": "bf16", "fp8e4nv": "e4m3", None: "tf32"}[c["dtype"]]
