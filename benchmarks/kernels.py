@@ -300,6 +300,65 @@ def attention_training(kit, lesson, head_dim=128, backward=False):
             {"eager": ("SDPA flash", "flash"), "compile": ("SDPA cuDNN", "cuDNN")})
 
 
+def paged_decode(kit, lesson, rounds=3):
+    """Lesson 10's paged decoding against torch's way (the pages gathered into a contiguous cache, then
+    SDPA with a mask of the lengths) and beside the lesson's own kernel on a contiguous cache of the
+    same size (exercise 1): B = 4 sequences, H = 32 query heads over H_kv = 8, d = 128, fp16, pages of
+    16 tokens (shuffled). GB/s on the bytes floor (K and V read once, q and o, the block table). In
+    turns from CUDA graphs as 06's matmul: a call lasts tens of microseconds, less than its host code
+    (checks, allocations, two launches), so timing calls one by one measured the CPU; a call that
+    cannot be graphed is timed plainly."""
+    torch = kit["torch"]
+    rows = []
+    for n in (2048, 8192, 32768):
+        q, k_pages, v_pages, table, lengths = lesson["paged_inputs"]([n] * 4, 32, 8, 128, 16, torch.float16,
+                                                                     spare_pages=0)
+        nbytes = (k_pages.numel() + v_pages.numel() + 2 * q.numel()) * q.element_size() + table.numel() * 4
+        qc, k, v = lesson["decode_inputs"](4, n, 32, 8, 128, torch.float16)
+        # partial, not lambdas: a closure would keep the caches alive past the del below
+        calls = {"ours": functools.partial(lesson["paged_decode_attention"], q, k_pages, v_pages, table, lengths),
+                 "eager": functools.partial(lesson["torch_paged_decode"], q, k_pages, v_pages, table, lengths),
+                 "compile": functools.partial(lesson["decode_attention"], qc, k, v)}
+        times = in_turns(kit, calls, rounds, graphed=True)
+        times.update(in_turns(kit, {key: calls[key] for key, t in times.items() if t is None}, rounds))
+        del calls, q, k_pages, v_pages, table, lengths, qc, k, v  # K and V: 512 MiB, paged and again contiguous, at 32768
+        rows.append((f"4x{n}", nbytes, times))
+    return ("paged decoding (lesson 10), fp16, B = 4, H = 32, H_kv = 8, d = 128, pages of 16, B x tokens "
+            "(GB/s on the bytes floor, CUDA graphs)", rows, "GB/s",
+            {"eager": ("gather + SDPA", "SDPA"), "compile": ("ours, contiguous cache (ex. 1)", "contiguous")})
+
+
+def int4_matmul(kit, lesson, rounds=3):
+    """Lesson 10's int4 weight-only product (groups of 128) against cuBLAS (torch.matmul) on the same
+    weights in fp16, and against torch's way with the int4 weights (dequantise, then the product, in
+    each call: the fallback the lesson's tests refuse), for M = 1, 4, 16 rows of fp16 x and K = N =
+    4096 and 8192. cuBLAS reads four times the weight bytes, but every column is counted on the same
+    int4 bytes floor (packed weights, scales, zeros, x and the output), so the ratios are ratios of
+    time. In turns from CUDA graphs as 06's matmul: at these sizes the floor is a few microseconds at
+    the copy bandwidth, less than Python takes to check, allocate and launch the two kernels (the
+    lesson's notebook, timing calls one by one, measures the host); a call that cannot be graphed is
+    timed plainly."""
+    torch = kit["torch"]
+    dequantized_product = lambda x, p, s, z: torch.matmul(x, lesson["dequantize"](p, s, z, 128).to(x.dtype))  # noqa: E731
+    rows = []
+    for side in (4096, 8192):
+        for m in (1, 4, 16):
+            x, packed, scales, zeros = lesson["int4_inputs"](m, side, side, 128, torch.float16)
+            w16 = lesson["dequantize"](packed, scales, zeros, 128).to(torch.float16)
+            nbytes = packed.numel() + (scales.numel() + zeros.numel()) * 2 + (x.numel() + m * side) * 2
+            # partial, not lambdas: a closure would keep the tensors alive past the del below
+            calls = {"ours": functools.partial(lesson["int4_linear"], x, packed, scales, zeros, 128),
+                     "eager": functools.partial(torch.matmul, x, w16),
+                     "compile": functools.partial(dequantized_product, x, packed, scales, zeros)}
+            times = in_turns(kit, calls, rounds, graphed=True)
+            times.update(in_turns(kit, {key: calls[key] for key, t in times.items() if t is None}, rounds))
+            del calls, x, packed, scales, zeros, w16
+            rows.append((f"{m}x{side}x{side}", nbytes, times))
+    return ("int4 x @ W (lesson 10), fp16 x, groups of 128, M x K x N (GB/s on the int4 bytes floor, CUDA graphs)",
+            rows, "GB/s", {"eager": ("cuBLAS on fp16 weights", "cuBLAS"),
+                           "compile": ("torch: dequantise, then matmul", "dequantise")})
+
+
 BENCHMARKS = {"02_vector_add": [vector_add], "04_fusion": [ten_ops, softmax],
               "05_layernorm": [layer_norm_fwd, layer_norm_bwd],
               "06_matmul": [matmul, functools.partial(matmul, dtype="bfloat16")],
@@ -308,7 +367,8 @@ BENCHMARKS = {"02_vector_add": [vector_add], "04_fusion": [ten_ops, softmax],
                                    functools.partial(hopper_matmul, dtype="float8_e4m3fn")],
               "09_attention_training": [attention_training, functools.partial(attention_training, head_dim=64),
                                         functools.partial(attention_training, backward=True),
-                                        functools.partial(attention_training, head_dim=64, backward=True)]}
+                                        functools.partial(attention_training, head_dim=64, backward=True)],
+              "10_inference": [paged_decode, int4_matmul]}
 UNITS = {"GB/s": 1e9, "TFLOP/s": 1e12}  # a row's work (bytes, operations) per second, in the unit
 # What a section compares with, unless it says: the column's name, and its short name in the ratios.
 LABELS = {"eager": ("eager torch", "eager"), "compile": ("torch.compile", "compile")}
