@@ -89,6 +89,13 @@ def in_turns(kit, calls, rounds=3, graphed=False):
     return {key: statistics.median(t) if None not in t else None for key, t in runs.items()}
 
 
+def graphed_in_turns(kit, calls, rounds):
+    """in_turns from CUDA graphs, then, plainly, the calls a graph could not record."""
+    times = in_turns(kit, calls, rounds, graphed=True)
+    times.update(in_turns(kit, {key: calls[key] for key, t in times.items() if t is None}, rounds))
+    return times
+
+
 def vector_add(kit, lesson):
     rand = kit["rand"]
     rows = []
@@ -244,8 +251,7 @@ def hopper_matmul(kit, lesson, dtype="float16", rounds=3):
             a, b = rand(side, side, dtype=getattr(torch, dtype)), rand(side, side, dtype=getattr(torch, dtype))
             calls = {"ours": lambda: lesson["tma_matmul"](a, b), "eager": lambda: torch.matmul(a, b),
                      "compile": lambda: lesson["tma_matmul"](a, b, warp_specialize=True)}
-        times = in_turns(kit, calls, rounds, graphed=True)
-        times.update(in_turns(kit, {key: calls[key] for key, t in times.items() if t is None}, rounds))
+        times = graphed_in_turns(kit, calls, rounds)
         rows.append((f"{side}^3", 2 * side ** 3, times))
     vendor = "torch._scaled_mm" if dtype == "float8_e4m3fn" else "cuBLAS"
     return (f"Hopper matmul (lesson 08), {dtype}, square (TFLOP/s, CUDA graphs)", rows, "TFLOP/s",
@@ -319,8 +325,7 @@ def paged_decode(kit, lesson, rounds=3):
         calls = {"ours": functools.partial(lesson["paged_decode_attention"], q, k_pages, v_pages, table, lengths),
                  "eager": functools.partial(lesson["torch_paged_decode"], q, k_pages, v_pages, table, lengths),
                  "compile": functools.partial(lesson["decode_attention"], qc, k, v)}
-        times = in_turns(kit, calls, rounds, graphed=True)
-        times.update(in_turns(kit, {key: calls[key] for key, t in times.items() if t is None}, rounds))
+        times = graphed_in_turns(kit, calls, rounds)
         del calls, q, k_pages, v_pages, table, lengths, qc, k, v  # K and V: 512 MiB, paged and again contiguous, at 32768
         rows.append((f"4x{n}", nbytes, times))
     return ("paged decoding (lesson 10), fp16, B = 4, H = 32, H_kv = 8, d = 128, pages of 16, B x tokens "
@@ -350,8 +355,7 @@ def int4_matmul(kit, lesson, rounds=3):
             calls = {"ours": functools.partial(lesson["int4_linear"], x, packed, scales, zeros, 128),
                      "eager": functools.partial(torch.matmul, x, w16),
                      "compile": functools.partial(dequantized_product, x, packed, scales, zeros)}
-            times = in_turns(kit, calls, rounds, graphed=True)
-            times.update(in_turns(kit, {key: calls[key] for key, t in times.items() if t is None}, rounds))
+            times = graphed_in_turns(kit, calls, rounds)
             del calls, x, packed, scales, zeros, w16
             rows.append((f"{m}x{side}x{side}", nbytes, times))
     return ("int4 x @ W (lesson 10), fp16 x, groups of 128, M x K x N (GB/s on the int4 bytes floor, CUDA graphs)",

@@ -976,7 +976,7 @@ del q, packed, scale, zero
 # Either orientation, and either conversion, passes the tests; the course's answer does both.
 #
 # **Split-K.** At `M <= 16` there is one block of rows, so the grid over `N` alone is `N / BLOCK_N`
-# programs: 64 for `N = 8192` and `BLOCK_N = 128`, on 132 multiprocessors. Each also walks the whole
+# programs: 32 for `N = 8192` and `BLOCK_N = 256`, on 132 multiprocessors. Each also walks the whole
 # of `K`. Cut `K` into `SPLIT_K` slices too, a third grid dimension: each program adds up its slice
 # of `K` into an fp32 **partial** `(SPLIT_K, M, N)`, and a small second kernel sums the `SPLIT_K`
 # partials of each output element and casts the sum to `x`'s dtype. (The other way is `tl.atomic_add`
