@@ -18,8 +18,11 @@ demo: $(READY)
 	$(BIN)/python -m autograder build
 	$(BIN)/python -m autograder demo 02_vector_add
 
+# Two lanes (tests/conftest.py): the classes graded a notebook per core in one, the rest of the
+# suite beside them in the other. On a GPU machine run plain `pytest`, one test at a time, so that
+# no test shares the GPU with another's timing.
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 # The project's Python (the package, tests, benchmarks, the notebook masters): ruff, as pyproject.toml sets it.
 lint: $(READY)

@@ -12,6 +12,37 @@ from autograder.course import Course
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE_FILES = ["nbgrader_config.py", "notebooks", "source", "release", "solutions", "samples"]
+# `make test` runs pytest in two lanes (pytest-xdist, --dist loadgroup). These modules grade whole
+# classes, a notebook per core, and share one lane, one after the other; the rest of the suite
+# runs mostly one process at a time, and takes the other lane, beside them.
+GRADING_LANE = ("test_autograde", "test_batch")
+WALL = "wall time"  # a test's user property (what ran, seconds), printed after the run
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items):
+    """Each module is one unit of work for a lane (its module-scoped fixtures are built once); the
+    grading modules are one unit together, and go first: they are the longest."""
+    for item in items:
+        module = item.module.__name__
+        item.add_marker(pytest.mark.xdist_group("grading" if module in GRADING_LANE else module))
+    items.sort(key=lambda item: item.module.__name__ not in GRADING_LANE)
+
+
+def record_wall(node, what, seconds):
+    """Keep a wall time for the summary at the end of the run, from whichever lane ran the test."""
+    node.user_properties.append((WALL, (what, seconds)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    times = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            times.update(value for key, value in getattr(report, "user_properties", ()) if key == WALL)
+    if times:
+        terminalreporter.section("wall times")
+        for what, seconds in times.items():
+            terminalreporter.write_line(f"{what:<44} {seconds:6.1f} s")
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ from nbclient import NotebookClient
 
 from autograder.course import Course
 from autograder.samples import make_submission
-from conftest import ROOT
+from conftest import ROOT, record_wall
 
 LESSONS = Course(ROOT).lessons()
 # The CPU torch that `make test` installs (the Makefile's TORCH), then the rest from the package index.
@@ -48,23 +48,11 @@ class Venv:
     python: Path
     kernels: Path  # holds the kernelspec KERNEL, which runs ipykernel with `python`
     env: dict  # the environment the kernel starts in: as if the venv were activated, nothing else
-
-
-TIMES = {}  # what ran -> seconds; printed after the last test, for CI's log
-
-
-def print_times(request):
-    """The wall times, past pytest's capture: the "a laptop gets through every lesson in minutes" numbers."""
-    plugins = request.config.pluginmanager
-    reporter = plugins.get_plugin("terminalreporter")
-    with plugins.get_plugin("capturemanager").global_and_fixture_disabled():
-        reporter.write_line("")
-        for what, seconds in TIMES.items():
-            reporter.write_line(f"{what:<44} {seconds:6.1f} s")
+    seconds: float  # to build it
 
 
 @pytest.fixture(scope="session")
-def venv(tmp_path_factory, request):
+def venv(tmp_path_factory):
     """A fresh venv with only PACKAGES: built once per session; a failure to build it fails the tests."""
     root = tmp_path_factory.mktemp("anywhere")
     env = {k: v for k, v in os.environ.items()
@@ -92,15 +80,14 @@ def venv(tmp_path_factory, request):
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "fresh venv", "language": "python"}))
-    TIMES["fresh venv (venv + pip install)"] = time.monotonic() - start
-    yield Venv(python, root / "kernels", env)
-    print_times(request)
+    yield Venv(python, root / "kernels", env, time.monotonic() - start)
     shutil.rmtree(root / "venv", ignore_errors=True)  # 2 GB; pytest keeps the last three sessions' tmp
 
 
-def run(venv, nb, workdir, allow_errors):
+def run(venv, nb, workdir, allow_errors, node, what):
     """Execute the notebook in the venv's kernel, from an empty folder like a student's download.
-    Seconds taken, kernel start (importing torch and Triton) included."""
+    Seconds taken, kernel start (importing torch and Triton) included, kept for the summary at the
+    end of the run as `what` (the "a laptop gets through every lesson in minutes" numbers)."""
     workdir.mkdir(parents=True)
     kernel = KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(venv.kernels)]))
     client = NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT, allow_errors=allow_errors,
@@ -110,7 +97,10 @@ def run(venv, nb, workdir, allow_errors):
         client.execute(env=venv.env)
     finally:
         nbformat.write(nb, workdir / "executed.ipynb")  # to look at when a test fails
-    return time.monotonic() - start
+    seconds = time.monotonic() - start
+    record_wall(node, "fresh venv (venv + pip install)", venv.seconds)
+    record_wall(node, what, seconds)
+    return seconds
 
 
 def text_of(cell, kind="stream"):
@@ -118,15 +108,15 @@ def text_of(cell, kind="stream"):
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_solved_notebook_runs_in_a_fresh_venv(venv, course, lesson, tmp_path):
+def test_solved_notebook_runs_in_a_fresh_venv(venv, course, lesson, tmp_path, request):
     nb = make_submission(course, lesson, {"answers": "solution"})
     # The last cell shows which Python the kernel ran and that none of our packages was in reach.
     nb.cells.append(nbformat.v4.new_code_cell(
         "import importlib.util, sys\n"
         f"print(sys.executable, [name for name in {OURS!r} if importlib.util.find_spec(name)], triton.__version__)",
         id="where"))
-    seconds = run(venv, nb, tmp_path / lesson, allow_errors=False)  # raises at the first failing cell
-    TIMES[f"{lesson} with the solutions"] = seconds
+    # raises at the first failing cell
+    seconds = run(venv, nb, tmp_path / lesson, False, request.node, f"{lesson} with the solutions")
     assert "Mode: " in text_of(next(c for c in nb.cells if c.id == "setup"))
     python, ours, triton = text_of(nb.cells[-1]).split()
     assert (python, ours) == (str(venv.python), "[]") and triton.startswith(f"{OLDEST_TRITON}."), triton
@@ -140,10 +130,9 @@ def _exercise_is_code(cells, index):
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_stubs_fail_each_visible_test_with_a_short_teaching_message(venv, course, lesson, tmp_path):
+def test_stubs_fail_each_visible_test_with_a_short_teaching_message(venv, course, lesson, tmp_path, request):
     nb = nbformat.read(course.notebook("release", lesson), as_version=4)
-    seconds = run(venv, nb, tmp_path / lesson, allow_errors=True)
-    TIMES[f"{lesson} as released (stubs)"] = seconds
+    seconds = run(venv, nb, tmp_path / lesson, True, request.node, f"{lesson} as released (stubs)")
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code), f"{lesson}: the kernel stopped before the last cell"
     tests = [(i, c) for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade")
