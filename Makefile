@@ -22,7 +22,7 @@ demo: $(READY)
 # suite beside them in the other. On a GPU machine run plain `pytest`, one test at a time, so that
 # no test shares the GPU with another's timing.
 test: lint
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2
 
 # The project's Python (the package, tests, benchmarks, the notebook masters): ruff, as pyproject.toml sets it.
 lint: $(READY)

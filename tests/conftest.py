@@ -12,21 +12,32 @@ from autograder.course import Course
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE_FILES = ["nbgrader_config.py", "notebooks", "source", "release", "solutions", "samples"]
-# `make test` runs pytest in two lanes (pytest-xdist, --dist loadgroup). These modules grade whole
-# classes, a notebook per core, and share one lane, one after the other; the rest of the suite
-# runs mostly one process at a time, and takes the other lane, beside them.
+# `make test` runs pytest in two lanes (pytest-xdist, `-n 2`). These modules grade whole classes,
+# a notebook per core, and share one lane, one after the other; the rest of the suite runs mostly
+# one process at a time, and takes the other lane, beside them.
 GRADING_LANE = ("test_autograde", "test_batch")
 WALL = "wall time"  # a test's user property (what ran, seconds), printed after the run
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items):
-    """Each module is one unit of work for a lane (its module-scoped fixtures are built once); the
-    grading modules are one unit together, and go first: they are the longest."""
-    for item in items:
-        module = item.module.__name__
-        item.add_marker(pytest.mark.xdist_group("grading" if module in GRADING_LANE else module))
+    """The grading modules first: they are the longest."""
     items.sort(key=lambda item: item.module.__name__ not in GRADING_LANE)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Lanes take whole modules (their module-scoped fixtures are built once), the grading modules
+    as one unit. (xdist's own `--dist loadgroup` cannot say this under pytest 9: its groups are
+    lost.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Lanes(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            module = nodeid.split("::", 1)[0]
+            return "grading" if Path(module).stem in GRADING_LANE else module
+
+    config.option.loadscopereorder = False  # units in collection order: the grading lane's first
+    return Lanes(config, log)
 
 
 def record_wall(node, what, seconds):
