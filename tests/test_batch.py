@@ -35,7 +35,7 @@ from autograder.grade.batch import Settings, grade, merge
 from autograder.grade.feedback import VERDICT_CHARS
 from autograder.grade.isolate import physical_gpu
 from autograder.samples import expected_here, flag_differences, load_samples, write_submission
-from conftest import ROOT, page_text
+from conftest import ROOT, page_text, record_wall
 
 LESSON = "02_vector_add"
 CORPUS = load_samples(Course(ROOT), LESSON, folder="tests/corpus")
@@ -157,16 +157,18 @@ def test_each_submission_is_scored_fairly_or_flagged(course, graded, student):
     _check(course, student, graded.grades[student])
 
 
-def test_what_the_deadline_spares_ends_well_inside_it(graded):
+def test_what_the_deadline_spares_ends_well_inside_it(graded, request):
     """Every submission the deadline must not stop ends in half of it at most, here, beside the
-    corpus's other workers: a slower machine does not then kill honest work at random."""
+    corpus's other workers (and the other lane of `make test`): a slower machine does not then kill
+    honest work at random. The slowest one is printed at the end of the run, to show the margin."""
     seconds = {student: grade.seconds for student, grade in graded.grades.items()
                if CORPUS[student].get("reason") != "deadline"}
+    slowest = max(seconds, key=seconds.get)
+    record_wall(request.node, f"slowest corpus run spared ({slowest})", seconds[slowest])
     slow = {student: round(s) for student, s in seconds.items() if s > SETTINGS.deadline / 2}
     assert not slow, f"within {SETTINGS.deadline / 2:g} s of the {SETTINGS.deadline} s deadline: {slow}"
     killed = {student: round(graded.grades[student].seconds) for student in MAIN if CORPUS[student].get("reason") == "deadline"}
     assert all(SETTINGS.deadline <= s < SETTINGS.deadline + 30 for s in killed.values()), killed
-    print(f"slowest submission the deadline spares: {max(seconds.values()):.1f} s; killed at: {killed}")
 
 
 def test_a_broken_notebook_does_not_stop_the_batch(course, graded):
