@@ -18,7 +18,10 @@
 # plain Triton matmul on the fp16 result: the int4 tests and the int4 performance test fail.
 # eve calls SDPA on the gathered cache, with a mask of the lengths: no Triton kernel at all.
 # fay's paged kernel forgets the mask of the last page: it reads the slots past lengths[b], which
-# hold other tokens' keys, so every sequence whose length ends inside a page is wrong.
+# hold other tokens' keys, so every sequence whose length ends inside a page is wrong. Where a read
+# takes its page from past the block table's row, an H100 can fault (an illegal address): that test
+# fails with the seal's device-fault message, which asks about masks too, and the int4 tests after
+# it, graded in a fresh kernel, pass.
 # gus swaps the nibbles: row 2i of W from the high nibble, row 2i + 1 from the low one.
 # jo's int4 kernel leaves out the zero point: W = q * scales (ci: False, a second mistake of the format,
 # caught by the same check as gus's).
@@ -458,9 +461,9 @@
          'edits': {'paged_decode_attention': [['        inside = n < hi  # the last block is partial',
                                                '        inside = n >= lo  # every key of the block']]},
          'fails': ['test_decode_performance', 'test_paged_decode', 'test_paged_decode_hidden'],
-         'why': {'test_paged_decode': 'are the slots of the last page',
-                 'test_paged_decode_hidden': 'are the slots of the last page',
-                 'test_decode_performance': 'are the slots of the last page'}},
+         'why': {'test_paged_decode': 'masked',
+                 'test_paged_decode_hidden': 'masked',
+                 'test_decode_performance': 'masked'}},
  'gus': {'about': 'the int4 kernel swaps the nibbles (row 2i from the high nibble)',
          'answers': 'solution',
          'edits': {'int4_linear': [['        w_low = (nibbles_as_float(packed_t & 0xF, dtype) - z[:, None]) * s[:, None]',

@@ -361,6 +361,19 @@ def restores():
         torch._C._pop_torch_function_stack()
 
 
+def execute(tmp_path, cells):
+    """The messages execute.py reports for a notebook of `cells`, run with a real kernel."""
+    path = tmp_path / "notebook.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    read_end, write_end = os.pipe()
+    subprocess.run([sys.executable, "-m", "autograder.grade.execute", str(path), "--report-fd", str(write_end),
+                    "--mode", kit.MODE], pass_fds=(write_end,), cwd=tmp_path, check=True, timeout=300,
+                   env={**os.environ, "TRITON_INTERPRET": "1"} if not kit.ON_GPU else None)
+    os.close(write_end)
+    with os.fdopen(read_end) as report:
+        return [json.loads(line) for line in report]
+
+
 def test_execute_fails_a_test_that_did_not_run_through_the_seal(tmp_path):
     """Through execute.py and a real kernel: an input transformer turns the second test into `pass`;
     its cell has no valid receipt, so the report says so (isolate.py fails the test and flags it)."""
@@ -375,15 +388,7 @@ get_ipython().input_transformers_cleanup.append(skip_tests)'''
              nbformat.v4.new_code_cell(skip_tests),
              nbformat.v4.new_code_cell(WRONG_ANSWER_TEST, metadata={"nbgrader": {**test["nbgrader"],
                                                                                 "grade_id": "test_later"}})]
-    path = tmp_path / "notebook.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
-    read_end, write_end = os.pipe()
-    subprocess.run([sys.executable, "-m", "autograder.grade.execute", str(path), "--report-fd", str(write_end),
-                    "--mode", kit.MODE], pass_fds=(write_end,), cwd=tmp_path, check=True, timeout=300,
-                   env={**os.environ, "TRITON_INTERPRET": "1"} if not kit.ON_GPU else None)
-    os.close(write_end)
-    with os.fdopen(read_end) as report:
-        messages = [json.loads(line) for line in report]
+    messages = execute(tmp_path, cells)
     assert {"seal": [], "mode": kit.MODE} in messages
     cells = {m["index"]: m for m in messages if "index" in m and "outputs" in m}
     assert cells[1]["status"] == "ok" and cells[1]["integrity"] is None
@@ -391,3 +396,40 @@ get_ipython().input_transformers_cleanup.append(skip_tests)'''
     assert cells[3]["integrity"]["flag"].startswith("tests did not run as the grader sent them")
     assert not any(seal.RECEIPT in o.get("data", {}) for m in cells.values() for o in m["outputs"]), \
         "receipts are taken out of the outputs"
+
+
+@pytest.mark.skipif(not kit.ON_GPU, reason="on the interpreter no kernel can break a GPU")
+def test_a_test_that_breaks_the_gpu_fails_and_the_tests_after_it_run_in_a_fresh_kernel(tmp_path):
+    """A kernel that stores to wild addresses loses the process its CUDA context: the test that ran
+    it fails saying so (no flag: nothing was tampered with), and the next test, run in a fresh kernel
+    where the answers and the course's helper were defined again, passes."""
+    answer = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def wild_store(x_ptr):
+    offsets = tl.arange(0, 16).to(tl.int64) * (1 << 36)
+    tl.store(x_ptr + offsets, 1.0)
+
+
+def doubled(x):
+    return x * 2
+"""
+    meta = lambda grade_id, **more: {"nbgrader": {"grade_id": grade_id, "locked": True, **more}}  # noqa: E731
+    test = lambda grade_id: meta(grade_id, grade=True, points=1)  # noqa: E731
+    cells = [nbformat.v4.new_code_cell(KIT, metadata=meta("setup")),
+             nbformat.v4.new_code_cell(answer, metadata={"nbgrader": {"grade_id": "answer", "solution": True}}),
+             nbformat.v4.new_code_cell("def halved(x):\n    return x / 2", metadata=meta("helper")),
+             nbformat.v4.new_code_cell("x = rand(16)\nwild_store[(1,)](x)\ntorch.cuda.synchronize()",
+                                       metadata=test("test_wild")),
+             nbformat.v4.new_code_cell("x = rand(16)\ncheck_output(halved(doubled(x)), x)", metadata=test("test_after"))]
+    messages = execute(tmp_path, cells)
+    reports = {m["index"]: m for m in messages if "index" in m and "outputs" in m}
+    assert messages[-1] == {"end": "finished"}, messages[-1]
+    wild, after = reports[3], reports[4]
+    assert wild["status"] == "error" and wild["integrity"] is None and wild["course_error"], wild
+    error = next(o for o in wild["outputs"] if o["output_type"] == "error")
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in error["evalue"] and "masked" in error["evalue"], error
+    assert after["status"] == "ok" and after["integrity"] is None, after
+    assert sum("seal" in m for m in messages) == 2, "the seal is installed again in the fresh kernel"

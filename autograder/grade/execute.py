@@ -5,7 +5,10 @@ kernel and writes JSON lines to FD: {"ready": true} once the kernel has started,
 {"index", "outputs", "execution_count", "status" (the kernel's reply: "ok" or "error"), "seconds"},
 then a last line {"end": why}. The kernel does not inherit FD, and this process makes itself
 non-dumpable, so code in the notebook can neither read nor forge the report. A cell that kills
-the kernel, or runs past its time, ends the run with that cell named.
+the kernel, or runs past its time, ends the run with that cell named. A test whose kernels broke the
+GPU (the seal's verdict "device fault": CUDA's context is lost to the process) fails saying why, and
+the cells after it run in a fresh kernel, once the cells before them that are not tests (the setup,
+the answers, the course's helpers) have run again there, unreported.
 
 The setup cell runs first, then the seal (seal.py) is installed, then the other cells in order:
 each of the course's cells (tests, and the read-only cells of a lesson's helpers) runs through the
@@ -15,6 +18,7 @@ error it ended with, if any, was raised by the course's sealed checks. The insta
 {"seal": problems, "mode": the kit's MODE}.
 """
 import argparse
+import copy
 import ctypes
 import hmac
 import json
@@ -37,6 +41,8 @@ from autograder.grade.integrity import grade_id
 
 PR_SET_DUMPABLE = 4
 SEAL = "autograder.grade.seal"
+# The seal's verdicts on an error that the course's code raised, whose message feedback shows.
+COURSE_VERDICTS = ("check failed", "tampered", "device fault")
 
 
 class BoundedClient(NotebookClient):
@@ -141,54 +147,86 @@ def _install_seal(client, nb, key, mode):
 def execute(path, report, cell_timeout, output_limit, mode):
     nb = nbformat.read(path, as_version=4)
     os.unlink(path)  # it holds the hidden tests, put back for grading: gone before any student code runs
-    # Unix sockets, not TCP: the sandbox has no network, not even loopback.
-    kernel = AsyncKernelManager(kernel_name="python3", transport="ipc", ip="/tmp/kernel")
-    client = BoundedClient(nb, output_limit, km=kernel, timeout=cell_timeout, kernel_name="python3",
-                           allow_errors=True, record_timing=False, interrupt_on_timeout=False,
-                           resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}})
 
     def send(message):
         report.write(json.dumps(message) + "\n")
         report.flush()
 
+    key = secrets.token_bytes(32)  # signs the seal's receipts; the kernel gets it through a file
+    workdir, order, done = os.path.dirname(os.path.abspath(path)), _order(nb), 0
+    # A test whose kernel broke the GPU (a device fault: an illegal address, a device-side assert)
+    # leaves a process that cannot use it again. The tests after it run in a fresh kernel, where the
+    # cells before them (the setup, the answers, the course's helpers: not the tests) run again first.
+    while True:
+        done, end = _run_kernel(nb, order, done, key, send, workdir, cell_timeout, output_limit, mode)
+        if end is not None:
+            send(end)
+            return
+
+
+def _run_kernel(nb, order, done, key, send, workdir, cell_timeout, output_limit, mode):
+    """Run order[done:] in a new kernel, after running again, unreported, the cells of order[:done]
+    that are not tests. Return how many cells of `order` are reported, and the end of the run (None
+    when a device fault asks for a fresh kernel)."""
+    # Unix sockets, not TCP: the sandbox has no network, not even loopback.
+    kernel = AsyncKernelManager(kernel_name="python3", transport="ipc", ip="/tmp/kernel")
+    client = BoundedClient(nb, output_limit, km=kernel, timeout=cell_timeout, kernel_name="python3",
+                           allow_errors=True, record_timing=False, interrupt_on_timeout=False,
+                           resources={"metadata": {"path": workdir}})
     # The kernel's own verdict on each cell, which code in the notebook cannot silence the way it
     # can silence the error output (by replacing showtraceback or sys.excepthook).
     replies = {}
     client.on_cell_executed = lambda cell, cell_index, execute_reply: replies.__setitem__(
         cell_index, execute_reply["content"].get("status"))
-
-    key = secrets.token_bytes(32)  # signs the seal's receipts; the kernel gets it through a file
     with client.setup_kernel():
-        send({"ready": True})
-        for index in _order(nb):
-            cell = nb.cells[index]
+        if done == 0:
+            send({"ready": True})
+        for position, index in enumerate(order):
+            cell, rerun = nb.cells[index], position < done
+            if rerun and cell.metadata.get("nbgrader", {}).get("grade"):
+                continue  # graded already
             started = time.monotonic()
             source, nonce, name = cell.source, secrets.token_hex(8), grade_id(cell) or f"cell {index + 1}"
+            ran = copy.deepcopy(cell) if rerun else cell  # what runs again keeps the outputs of its first run
             if _is_sealed(cell):  # sent through the seal, which signs what it ran
-                cell.source = f"__import__({SEAL!r}, fromlist=['run']).run({nonce!r}, {source!r}, {name!r})"
+                ran.source = f"__import__({SEAL!r}, fromlist=['run']).run({nonce!r}, {source!r}, {name!r})"
+            stop = None
             try:
-                client.execute_cell(cell, index)
+                client.execute_cell(ran, index)
             except DeadKernelError:
-                send({"index": index, "outputs": cell.get("outputs", []), "execution_count": None})
-                send({"end": "died", "index": index, "detail": _death_detail(client)})
-                return
+                stop = {"end": "died", "detail": _death_detail(client)}
             except CellTimeoutError:
-                send({"index": index, "outputs": cell.get("outputs", []), "execution_count": None})
-                send({"end": "cell timeout", "index": index, "detail": f"ran past {cell_timeout} s"})
-                return
+                stop = {"end": "cell timeout", "detail": f"ran past {cell_timeout} s"}
             finally:
+                nb.cells[index] = cell  # nbclient stores the cell it ran at its index
                 cell.source = source
+            receipt = _receipts(ran, key, nonce, source) if _is_sealed(cell) and stop is None else None
+            if rerun:
+                if stop is None and receipt is not None and receipt["verdict"] == "device fault":
+                    stop = {"end": "device fault", "detail": "the GPU failed again"}
+                if stop is not None:  # the cells before the next test could not be run again
+                    stop["index"] = order[done]
+                    stop["detail"] += (f" when the grader ran {name} again in a fresh kernel, after a test "
+                                       "broke the GPU")
+                    return done, stop
+                if grade_id(cell) == "setup":
+                    send(_install_seal(client, nb, key, mode))
+                continue
+            if stop is not None:
+                send({"index": index, "outputs": cell.get("outputs", []), "execution_count": None})
+                return position + 1, {**stop, "index": index}
             message = {"index": index, "outputs": cell.outputs, "execution_count": cell.execution_count,
                        "status": replies.get(index), "seconds": round(time.monotonic() - started, 2)}
             if _is_sealed(cell):
-                receipt = _receipts(cell, key, nonce, source)
                 message["integrity"] = _integrity(receipt)
-                message["course_error"] = receipt is not None and receipt["verdict"] in ("check failed", "tampered")
+                message["course_error"] = receipt is not None and receipt["verdict"] in COURSE_VERDICTS
                 message["outputs"] = cell.outputs
             send(message)
             if grade_id(cell) == "setup":
                 send(_install_seal(client, nb, key, mode))
-    send({"end": "finished"})
+            if receipt is not None and receipt["verdict"] == "device fault":
+                return position + 1, None
+    return len(order), {"end": "finished"}
 
 
 def main(argv=None):

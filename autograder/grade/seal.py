@@ -30,6 +30,9 @@ methods. So, when grading:
   (whose message feedback shows) is given only to a CheckFailed that the course's code raised with
   no code of the notebook's on the way: a message the student's code composed, or handed to the
   course's helpers to fail with, is the student's output, and its test just "failed";
+- on a GPU grader, the seal asks CUDA's driver after each test whether the process's context is
+  lost (an illegal address, a device-side assert): then the test fails with the verdict "device
+  fault", whose message says what to look for, and none of the checks that would need the GPU run;
 - on a GPU grader, Triton's mode is pinned to the GPU: a notebook that sets TRITON_INTERPRET (a
   laptop's habit) still runs its kernels on the GPU it is graded on.
 
@@ -44,6 +47,7 @@ import re
 import sys
 from _hashlib import hmac_digest, openssl_sha256
 from ast import Expr, Interactive, PyCF_ONLY_AST
+from ctypes import CDLL, byref, c_char_p
 import linecache
 from types import FunctionType, ModuleType
 
@@ -51,6 +55,10 @@ from types import FunctionType, ModuleType
 # code runs), not looked up later in modules a notebook could change.
 
 RECEIPT = "application/vnd.course.receipt+json"  # the mimetype of receipts, removed by execute.py
+# The CUDA errors after which the process's context "cannot be used, so it must be destroyed" (CUDA's
+# CUresult): an illegal or misaligned address, a device-side assert, an illegal instruction, a
+# launch that failed or timed out. Every later call on the GPU fails with the same error.
+STICKY_CUDA_ERRORS = frozenset({700, 702, 710, 714, 715, 716, 717, 718, 719})
 # Names IPython puts in the namespace (history, outputs, helpers): not the kit's.
 IPYTHON_NAMES = re.compile(r"_+|_i+|_i?\d+|_[iod]h|In|Out|exit|quit|get_ipython|_exit_code")
 
@@ -113,7 +121,36 @@ def _install(key, mode):
                                         "problems": found, "mac": signed(key, nonce, verdict, digest, found)}})
 
     receipt("install", sealed.get("MODE", "unknown"), "", problems)
-    sys.modules[__name__].run = _runner(namespace, sealed, course, scope, checks, receipt)
+    device_fault = _device_fault_probe() if mode == "cuda" and sealed.get("MODE") == "cuda" else lambda: None
+    sys.modules[__name__].run = _runner(namespace, sealed, course, scope, checks, receipt, device_fault)
+
+
+def _device_fault_probe():
+    """A function naming the error that broke this process's CUDA context, else returning None. It
+    asks CUDA's driver, not torch, whose functions a notebook can replace."""
+    try:
+        driver = CDLL("libcuda.so.1")
+    except OSError:
+        return lambda: None
+    synchronize, error_name, error_text = driver.cuCtxSynchronize, driver.cuGetErrorName, driver.cuGetErrorString
+
+    def device_fault():
+        code = synchronize()
+        if code not in STICKY_CUDA_ERRORS:
+            return None
+        name, text = c_char_p(), c_char_p()
+        error_name(code, byref(name))
+        error_text(code, byref(text))
+        return f"{name.value.decode()}: {text.value.decode()}"
+    return device_fault
+
+
+def _device_fault_message(fault, before):
+    when = "had already stopped working when this test began" if before else "stopped working during this test"
+    return (f"The GPU {when} ({fault}): a kernel read or wrote outside the memory of its tensors (or "
+            "failed a device-side assert), and this process cannot use the GPU again. Are all of the "
+            "kernel's loads and stores masked, and do the offsets it computes, from indices it loaded "
+            "too, stay inside their tensors? The tests after this one are graded in a fresh kernel.")
 
 
 def _pin_to_the_gpu():
@@ -135,13 +172,17 @@ def _refresh(scope, course, namespace):
     scope.update(course)
 
 
-def _runner(namespace, sealed, course, scope, checks, receipt):
+def _runner(namespace, sealed, course, scope, checks, receipt, device_fault):
     started, runs = set(), {}
     kit_names = {name for name, value in sealed.items() if isinstance(value, (FunctionType, type, ModuleType))}
     own = (scope, sealed)  # the globals of the course's code
 
     def run(nonce, source, name):
         __tracebackhide__ = True  # IPython leaves this frame out of tracebacks
+        fault = device_fault()  # a kernel of an earlier cell broke the GPU: no check can run on it
+        if fault:
+            receipt(nonce, "device fault", source_hash(source), [])
+            raise sealed["CheckFailed"](_device_fault_message(fault, before=True)) from None
         problems = checks()
         if nonce in started:
             problems.append("the test was started a second time")
@@ -154,6 +195,10 @@ def _runner(namespace, sealed, course, scope, checks, receipt):
             _execute(source, f"<test {name}>" if runs[name] == 1 else f"<test {name}, run {runs[name]}>", scope)
         except BaseException as raised:  # a failed check, the student's own error, KeyboardInterrupt
             error = raised
+        fault = device_fault()  # the test's kernels broke the GPU: the checks below would fail on it
+        if fault:  # this process is done with (execute.py grades the rest in a fresh kernel)
+            receipt(nonce, "device fault", source_hash(source), [])
+            raise sealed["CheckFailed"](_device_fault_message(fault, before=False)) from None
         problems += [f"{name} was rebound in the test's namespace" for name in kit_names
                      if scope.get(name) is not sealed[name]]
         _keep_bindings(scope, before, course, namespace, sealed, kit_names)
