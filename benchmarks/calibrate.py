@@ -165,7 +165,8 @@ VARIANTS = {
         "test_int4_performance": {
             "split-K of 16": {"should": "pass", "add_cells": [["int4_linear", (
                 "from functools import partial\n\nint4_linear = partial(int4_linear, split_k=16)")]]},
-            "no split-K (one program per 128 columns)": {"should": "miss", "add_cells": [["int4_linear", (
+            # Advisory on every GPU (docs/calibration.md): it passes, and its figures show how far it is.
+            "no split-K (one program per 128 columns)": {"should": "pass", "add_cells": [["int4_linear", (
                 "from functools import partial\n\nint4_linear = partial(int4_linear, split_k=1)")]]},
         },
     },
