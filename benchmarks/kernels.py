@@ -8,6 +8,7 @@ writes a table and a plot into docs/benchmarks.md and docs/benchmarks.png. Needs
 
     .venv/bin/python benchmarks/kernels.py
     .venv/bin/python benchmarks/kernels.py --only 07_attention
+    .venv/bin/python benchmarks/kernels.py --only 08_hopper_matmul --max-autotune
 """
 import argparse
 import ast
@@ -16,6 +17,7 @@ import re
 import runpy
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -48,7 +50,7 @@ def answers(lesson, notebook=None, label="reference"):
     return runpy.run_path(str(path), run_name=f"lesson_{lesson}")
 
 
-def compiled(fn):
+def compiled(fn, mode=None):
     """torch.compile(fn) for one shape: time it at one size, and make a new one for the next. It
     compiles at its first call (bench_ms makes that call outside the timing) with dynamic=False, after
     torch._dynamo.reset(), so that every size gets kernels specialised to it, as a model with fixed
@@ -58,7 +60,7 @@ def compiled(fn):
     import torch
     torch._dynamo.reset()  # forget the graphs compiled for other sizes (same code objects)
     try:
-        return torch.compile(fn, dynamic=False)
+        return torch.compile(fn, dynamic=False, mode=mode)
     except Exception as error:  # a broken compiler must not stop the other rows
         print(f"torch.compile unavailable: {error}")
         return None
@@ -258,6 +260,26 @@ def hopper_matmul(kit, lesson, dtype="float16", rounds=3):
             {"eager": (vendor, vendor), "compile": ("ours, warp_specialize=True", "WS")})
 
 
+def hopper_matmul_max_autotune(kit, lesson, dtype="float16", rounds=3):
+    """Lesson 08's persistent TMA kernel against cuBLAS and torch.compile's max-autotune (Inductor
+    benchmarks its own Triton templates, persistent TMA ones among them on Hopper, against cuBLAS for
+    each shape, and keeps the fastest), in turns from CUDA graphs. Without Inductor's own CUDA graphs
+    (the timing replays one). Its tuning takes minutes a shape, so only --max-autotune runs it."""
+    torch, rand = kit["torch"], kit["rand"]
+    rows = []
+    for side in (4096, 8192):
+        a, b = rand(side, side, dtype=getattr(torch, dtype)), rand(side, side, dtype=getattr(torch, dtype))
+        started = time.monotonic()
+        product = compiled(lambda a, b: a @ b, mode="max-autotune-no-cudagraphs")
+        tuned = time_or_none(kit, product and (lambda: product(a, b)))  # compiles and tunes
+        tuning = f", tuned in {time.monotonic() - started:.0f} s" if tuned else ""
+        times = graphed_in_turns(kit, {"ours": lambda: lesson["tma_matmul"](a, b), "eager": lambda: torch.matmul(a, b),
+                                       "compile": product and (lambda: product(a, b))}, rounds)
+        rows.append((f"{side}^3{tuning}", 2 * side ** 3, times))
+    return (f"Hopper matmul (lesson 08) against max-autotune, {dtype}, square (TFLOP/s, CUDA graphs)", rows,
+            "TFLOP/s", {"eager": ("cuBLAS", "cuBLAS"), "compile": ("torch.compile max-autotune", "max-autotune")})
+
+
 def attention_training(kit, lesson, head_dim=128, backward=False):
     """Lesson 09's attention on (B, N, H, d) tensors against SDPA's FlashAttention-2 and cuDNN backends,
     in fp16, at B x H x N = 4 x 32 x 4096 and 1 x 32 x 16384, causal and not, and with 8 query heads
@@ -373,6 +395,8 @@ BENCHMARKS = {"02_vector_add": [vector_add], "04_fusion": [ten_ops, softmax],
                                         functools.partial(attention_training, backward=True),
                                         functools.partial(attention_training, head_dim=64, backward=True)],
               "10_inference": [paged_decode, int4_matmul]}
+MAX_AUTOTUNE = {"08_hopper_matmul": [hopper_matmul_max_autotune,
+                                     functools.partial(hopper_matmul_max_autotune, dtype="bfloat16")]}
 UNITS = {"GB/s": 1e9, "TFLOP/s": 1e12}  # a row's work (bytes, operations) per second, in the unit
 # What a section compares with, unless it says: the column's name, and its short name in the ratios.
 LABELS = {"eager": ("eager torch", "eager"), "compile": ("torch.compile", "compile")}
@@ -421,7 +445,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), metavar="LESSON",
                         help="measure these lessons only, print their tables and write nothing")
-    only = parser.parse_args().only
+    parser.add_argument("--max-autotune", action="store_true",
+                        help="also time torch.compile's max-autotune against lesson 08 (minutes of tuning a shape)")
+    options = parser.parse_args()
+    only = options.only
     kit = answers("02_vector_add")  # the setup cell: the kit, on the GPU it finds
     if not kit["ON_GPU"]:
         print("make bench needs a CUDA GPU: under Triton's interpreter timings say nothing about GPUs.")
@@ -435,7 +462,7 @@ def main():
         if not (ROOT / "source" / lesson).is_dir() or (only and lesson not in only):
             continue
         namespace = answers(lesson)
-        for benchmark in benchmarks:
+        for benchmark in benchmarks + (MAX_AUTOTUNE.get(lesson, []) if options.max_autotune else []):
             # A unit other than GB/s comes third, and names for the columns other than eager torch and
             # torch.compile fourth.
             title, rows, *kind = benchmark(namespace, namespace)
