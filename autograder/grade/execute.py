@@ -42,7 +42,7 @@ from autograder.grade.integrity import grade_id
 PR_SET_DUMPABLE = 4
 SEAL = "autograder.grade.seal"
 # The seal's verdicts on an error that the course's code raised, whose message feedback shows.
-COURSE_VERDICTS = ("check failed", "tampered", "device fault")
+COURSE_VERDICTS = ("check failed", "tampered", seal.DEVICE_FAULT)
 
 
 class BoundedClient(NotebookClient):
@@ -201,30 +201,25 @@ def _run_kernel(nb, order, done, key, send, workdir, cell_timeout, output_limit,
                 nb.cells[index] = cell  # nbclient stores the cell it ran at its index
                 cell.source = source
             receipt = _receipts(ran, key, nonce, source) if _is_sealed(cell) and stop is None else None
-            if rerun:
-                if stop is None and receipt is not None and receipt["verdict"] == "device fault":
-                    stop = {"end": "device fault", "detail": "the GPU failed again"}
-                if stop is not None:  # the cells before the next test could not be run again
-                    stop["index"] = order[done]
-                    stop["detail"] += (f" when the grader ran {name} again in a fresh kernel, after a test "
-                                       "broke the GPU")
-                    return done, stop
-                if grade_id(cell) == "setup":
-                    send(_install_seal(client, nb, key, mode))
-                continue
-            if stop is not None:
-                send({"index": index, "outputs": cell.get("outputs", []), "execution_count": None})
-                return position + 1, {**stop, "index": index}
-            message = {"index": index, "outputs": cell.outputs, "execution_count": cell.execution_count,
-                       "status": replies.get(index), "seconds": round(time.monotonic() - started, 2)}
-            if _is_sealed(cell):
-                message["integrity"] = _integrity(receipt)
-                message["course_error"] = receipt is not None and receipt["verdict"] in COURSE_VERDICTS
-                message["outputs"] = cell.outputs
-            send(message)
+            broke_the_gpu = receipt is not None and receipt["verdict"] == seal.DEVICE_FAULT
+            if rerun and (stop or broke_the_gpu):  # the cells before the next test could not run again
+                stop = stop or {"end": seal.DEVICE_FAULT, "detail": "the GPU failed again"}
+                return done, {**stop, "index": order[done], "detail": f"{stop['detail']} when the grader ran "
+                              f"{name} again in a fresh kernel, after a test broke the GPU"}
+            if not rerun:
+                if stop is not None:
+                    send({"index": index, "outputs": cell.get("outputs", []), "execution_count": None})
+                    return position + 1, {**stop, "index": index}
+                message = {"index": index, "outputs": cell.outputs, "execution_count": cell.execution_count,
+                           "status": replies.get(index), "seconds": round(time.monotonic() - started, 2)}
+                if _is_sealed(cell):
+                    message["integrity"] = _integrity(receipt)
+                    message["course_error"] = receipt is not None and receipt["verdict"] in COURSE_VERDICTS
+                    message["outputs"] = cell.outputs
+                send(message)
             if grade_id(cell) == "setup":
                 send(_install_seal(client, nb, key, mode))
-            if receipt is not None and receipt["verdict"] == "device fault":
+            if broke_the_gpu:
                 return position + 1, None
     return len(order), {"end": "finished"}
 

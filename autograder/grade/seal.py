@@ -55,6 +55,7 @@ from types import FunctionType, ModuleType
 # code runs), not looked up later in modules a notebook could change.
 
 RECEIPT = "application/vnd.course.receipt+json"  # the mimetype of receipts, removed by execute.py
+DEVICE_FAULT = "device fault"  # the verdict on a test after which the process cannot use its GPU
 # The CUDA errors after which the process's context "cannot be used, so it must be destroyed" (CUDA's
 # CUresult): an illegal or misaligned address, a device-side assert, an illegal instruction, a
 # launch that failed or timed out. Every later call on the GPU fails with the same error.
@@ -177,12 +178,16 @@ def _runner(namespace, sealed, course, scope, checks, receipt, device_fault):
     kit_names = {name for name, value in sealed.items() if isinstance(value, (FunctionType, type, ModuleType))}
     own = (scope, sealed)  # the globals of the course's code
 
+    def fail_if_the_gpu_broke(nonce, source, before):
+        __tracebackhide__ = True
+        fault = device_fault()
+        if fault:
+            receipt(nonce, DEVICE_FAULT, source_hash(source), [])
+            raise sealed["CheckFailed"](_device_fault_message(fault, before)) from None
+
     def run(nonce, source, name):
         __tracebackhide__ = True  # IPython leaves this frame out of tracebacks
-        fault = device_fault()  # a kernel of an earlier cell broke the GPU: no check can run on it
-        if fault:
-            receipt(nonce, "device fault", source_hash(source), [])
-            raise sealed["CheckFailed"](_device_fault_message(fault, before=True)) from None
+        fail_if_the_gpu_broke(nonce, source, before=True)  # in an earlier cell: no check can run on it
         problems = checks()
         if nonce in started:
             problems.append("the test was started a second time")
@@ -195,10 +200,9 @@ def _runner(namespace, sealed, course, scope, checks, receipt, device_fault):
             _execute(source, f"<test {name}>" if runs[name] == 1 else f"<test {name}, run {runs[name]}>", scope)
         except BaseException as raised:  # a failed check, the student's own error, KeyboardInterrupt
             error = raised
-        fault = device_fault()  # the test's kernels broke the GPU: the checks below would fail on it
-        if fault:  # this process is done with (execute.py grades the rest in a fresh kernel)
-            receipt(nonce, "device fault", source_hash(source), [])
-            raise sealed["CheckFailed"](_device_fault_message(fault, before=False)) from None
+        # The test's kernels broke the GPU: the checks below would fail on it, and this process is done
+        # with (execute.py grades the rest in a fresh kernel).
+        fail_if_the_gpu_broke(nonce, source, before=False)
         problems += [f"{name} was rebound in the test's namespace" for name in kit_names
                      if scope.get(name) is not sealed[name]]
         _keep_bindings(scope, before, course, namespace, sealed, kit_names)
