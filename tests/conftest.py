@@ -58,10 +58,12 @@ def machine_pace():
     return min(tries)
 
 
-def slowness():
-    """How many times slower than usual this machine is now (1 at least): a test's wall-clock limit
-    that guards against slow work, not against a slow machine, is multiplied by it."""
-    return max(1.0, machine_pace() / USUAL_PACE)
+def patient(seconds):
+    """A wall-clock limit on honest work, `seconds` at the usual pace, stretched in proportion on a
+    machine slower than usual (never shortened): a test guards against slow work, not against a slow
+    machine. Every such limit in the tests goes through here (the tests of GPU turns and of a worker
+    killed mid-notebook, which time sleeps of their own, do not)."""
+    return seconds * max(1.0, machine_pace() / USUAL_PACE)
 
 
 def record_wall(node, what, seconds):

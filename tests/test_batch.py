@@ -36,7 +36,7 @@ from autograder.grade.batch import Settings, grade, merge
 from autograder.grade.feedback import VERDICT_CHARS
 from autograder.grade.isolate import physical_gpu
 from autograder.samples import expected_here, flag_differences, load_samples, write_submission
-from conftest import ROOT, page_text, record_wall, slowness
+from conftest import ROOT, page_text, patient, record_wall
 
 LESSON = "02_vector_add"
 CORPUS = load_samples(Course(ROOT), LESSON, folder="tests/corpus")
@@ -60,7 +60,7 @@ WRITE_MARKER = "PWNED-write_outside"  # what the write_outside submission tries 
 
 @pytest.fixture(scope="module")
 def settings():
-    return Settings(deadline=round(DEADLINE * slowness()), memory_mb=3072, processes=64)
+    return Settings(deadline=round(patient(DEADLINE)), memory_mb=3072, processes=64)
 
 
 def _grade_subset(course, folder, settings):

@@ -31,7 +31,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.samples import make_submission
-from conftest import ROOT, copy_course, unavailable
+from conftest import ROOT, copy_course, patient, unavailable
 
 LESSON = "02_vector_add"
 LESSONS = Course(ROOT).lessons()
@@ -100,7 +100,7 @@ class Lab:
             stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout=90):
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patient(timeout)
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"JupyterLab exited with {self.process.returncode}:\n{self.log_tail()}")
@@ -296,12 +296,12 @@ def test_student_fetches_solves_validates_and_submits(student_lab, page, capsys)
     nbformat.write(make_submission(Course(ROOT), LESSON, {"answers": "solution"}), notebook)
     page.locator(".jp-DirListing-item", has_text=LESSON).dblclick()
     page.locator(".jp-DirListing-item", has_text=f"{LESSON}.ipynb").dblclick()
-    page.wait_for_function(KERNEL_READY, timeout=90_000)
+    page.wait_for_function(KERNEL_READY, timeout=patient(90_000))
     assert page.locator(".jp-NotebookPanel-toolbar .validate-button").count() == 1
     screenshot(page, "student-notebook-opened", capsys)
 
     menu(page, "Run", "Run All Cells")
-    deadline, idle_since = time.monotonic() + RUN_ALL_TIMEOUT_S, None
+    deadline, idle_since = time.monotonic() + patient(RUN_ALL_TIMEOUT_S), None
     while not_run := cells_not_run(page):
         if errors(page):  # Run All stops at the first cell that raises
             screenshot(page, "student-run-all-error", capsys)
@@ -328,7 +328,7 @@ def test_student_fetches_solves_validates_and_submits(student_lab, page, capsys)
 
     page.locator(".jp-NotebookPanel-toolbar .validate-button").click()
     dialog = page.locator(".jp-Dialog")
-    dialog.wait_for(timeout=VALIDATE_TIMEOUT_S * 1000)
+    dialog.wait_for(timeout=patient(VALIDATE_TIMEOUT_S) * 1000)
     screenshot(page, "student-validated", capsys)
     assert "Success! Your notebook passes all the tests." in dialog.inner_text(), dialog.inner_text()
     dialog.get_by_role("button", name="Ok").click()

@@ -14,7 +14,7 @@ from autograder.grade.integrity import grade_id
 from autograder.grade.record import StudentGrade, TestResult
 from autograder.grade.recover import recover_metadata
 from autograder.grade.report import plain_feedback, write_report
-from conftest import autograder
+from conftest import autograder, patient
 
 LESSON = "02_vector_add"
 # One submission per LMS naming convention: the zip entry, the student it belongs to, and whether the
@@ -66,7 +66,7 @@ def test_an_lms_download_is_graded_through_the_command_line(course, tmp_path):
     with zipfile.ZipFile(tmp_path / "lms.zip", "w") as archive:
         for name, _, _ in entries:
             archive.writestr(name, course.notebook("release", LESSON).read_bytes())
-    done = autograder("grade", LESSON, "--zip", str(tmp_path / "lms.zip"), "--workers", "2", "--timeout", "120",
+    done = autograder("grade", LESSON, "--zip", str(tmp_path / "lms.zip"), "--workers", "2", "--timeout", str(round(patient(120))),
                       cwd=class_dir.root)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {r["student"]: r for r in csv.DictReader((class_dir.root / "reports" / LESSON / "grades.csv").open())}

@@ -29,7 +29,7 @@ from autograder.course import Course
 from autograder.demo import class_course
 from autograder.grade import merge as merging
 from autograder.samples import load_samples
-from conftest import ROOT, unavailable
+from conftest import ROOT, patient, unavailable
 
 LESSON = "02_vector_add"
 # A correct submission and a flagged torch fallback, one per task: the tasks run side by side on two
@@ -169,7 +169,7 @@ class Cluster:
 
     def wait_for(self, *jobs, seconds=JOB_WAIT_S):
         """Wait until `jobs` have left the queue; {job or job_task: state} as scontrol tells it."""
-        deadline = time.monotonic() + seconds
+        deadline = time.monotonic() + patient(seconds)
         while queued := self.run("squeue", "--noheader", f"--jobs={','.join(jobs)}", check=False).stdout.strip():
             assert time.monotonic() < deadline, f"still queued after {seconds} s:\n{queued}\n{self.logs()}"
             time.sleep(1)
