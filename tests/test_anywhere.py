@@ -65,7 +65,7 @@ def venv(tmp_path_factory):
     # --no-compile: byte-compiling the 2 GB that torch and Triton unpack into takes minutes on two
     # cores; Python compiles what the notebooks import when they import it.
     pip = subprocess.run([str(python), "-m", "pip", "install", "--no-compile", "--progress-bar", "off", *PACKAGES],
-                         env=env, capture_output=True, text=True, timeout=900)
+                         env=env, capture_output=True, text=True, timeout=patient(900))
     if pip.returncode != 0:
         pytest.fail(f"could not build the fresh venv (pip install {' '.join(PACKAGES)}):\n"
                     f"{pip.stdout[-3000:]}{pip.stderr[-3000:]}")

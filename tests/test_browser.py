@@ -175,7 +175,7 @@ def scratch(browser):
         env = _environment(folder / "instructor-home", "instructor", exchange)
         for command in [["generate_assignment", "*", "--force"], ["release_assignment", LESSON]]:
             result = subprocess.run([sys.executable, "-m", "nbgrader", *command], cwd=course, env=env,
-                                    capture_output=True, text=True, timeout=300)
+                                    capture_output=True, text=True, timeout=patient(300))
             assert result.returncode == 0, f"nbgrader {' '.join(command)}:\n{result.stdout}{result.stderr}"
         yield folder
 
@@ -276,7 +276,7 @@ def success_lines(notebook):
 
 def test_student_fetches_solves_validates_and_submits(student_lab, page, capsys):
     page.goto(student_lab.page_url())
-    page.wait_for_selector(".jp-DirListing", timeout=60_000)
+    page.wait_for_selector(".jp-DirListing", timeout=patient(60_000))
     # the student's configuration: no formgrader, no Create Assignment
     assert not has_command(page, "nbgrader:open-formgrader")
     assert not has_command(page, "nbgrader:open-create-assignment")
@@ -285,11 +285,11 @@ def test_student_fetches_solves_validates_and_submits(student_lab, page, capsys)
     menu(page, "Nbgrader", "Assignment List")
     assignments = page.locator("#nbgrader-assignment-list")
     assignments.locator("#released_assignments_list button", has_text="Fetch").click()
-    assignments.locator("#fetched_assignments_list", has_text=LESSON).wait_for(timeout=30_000)
+    assignments.locator("#fetched_assignments_list", has_text=LESSON).wait_for(timeout=patient(30_000))
     notebook = student_lab.root / LESSON / f"{LESSON}.ipynb"
     assert notebook.is_file(), f"Fetch put nothing in the student's folder:\n{student_lab.log_tail()}"
     page.evaluate("window.jupyterapp.commands.execute('filebrowser:refresh')")
-    page.locator(".jp-DirListing-item", has_text=LESSON).wait_for(timeout=30_000)
+    page.locator(".jp-DirListing-item", has_text=LESSON).wait_for(timeout=patient(30_000))
     screenshot(page, "student-assignments", capsys)
 
     # the student writes the answers, then opens the notebook from the file browser
@@ -335,19 +335,19 @@ def test_student_fetches_solves_validates_and_submits(student_lab, page, capsys)
 
     menu(page, "Nbgrader", "Assignment List")
     assignments.locator("#fetched_assignments_list button", has_text="Submit").click()
-    assignments.locator("#submitted_assignments_list", has_text=LESSON).wait_for(timeout=30_000)
+    assignments.locator("#submitted_assignments_list", has_text=LESSON).wait_for(timeout=patient(30_000))
     screenshot(page, "student-submitted", capsys)
 
 
 def test_instructor_finds_every_lesson_in_the_formgrader(instructor_lab, page, capsys):
     page.goto(instructor_lab.page_url())
-    page.wait_for_selector(".jp-DirListing", timeout=60_000)
+    page.wait_for_selector(".jp-DirListing", timeout=patient(60_000))
     assert has_command(page, "nbgrader:open-create-assignment")
     menu(page, "Nbgrader", "Formgrader")
     formgrader = page.frame_locator("iframe")
     rows = formgrader.locator("#main-table tr")
     for lesson in LESSONS:
-        rows.filter(has_text=lesson).first.wait_for(timeout=60_000)
+        rows.filter(has_text=lesson).first.wait_for(timeout=patient(60_000))
     assert not formgrader.locator("#warning-exchange, #warning-course-id").count(), "no usable exchange"
     page.evaluate("window.jupyterapp.commands.execute('application:toggle-left-area')")  # more room
     formgrader.locator("table").evaluate("table => window.scrollTo(0, table.offsetTop - 80)")

@@ -10,6 +10,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.samples import load_samples, make_submission
+from conftest import patient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import calibrate  # noqa: E402
@@ -37,7 +38,7 @@ def test_the_anchors_variants_compute_what_the_lessons_compute():
     """anchors.py times the lessons' kernels beside textbook layouts and other launches; each must
     give the lesson's answer (checked against torch on small shapes, under the interpreter here)."""
     run = subprocess.run([sys.executable, str(calibrate.ROOT / "benchmarks" / "anchors.py"), "--check"],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=patient(300))
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "matmul: every layout computes a @ b" in run.stdout, run.stdout
     assert "layer norm: every variant matches torch, forward and backward" in run.stdout, run.stdout

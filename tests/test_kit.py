@@ -13,6 +13,7 @@ from autograder import kit  # first: without a GPU it sets TRITON_INTERPRET, whi
 
 import triton  # noqa: E402 (after the kit, so that tl.sum and friends are interpreted too)
 import triton.language as tl  # noqa: E402
+from conftest import patient  # noqa: E402
 from autograder.kit import (CheckFailed, call_answer, check_output, count_launches, expect_launched,
                             guarded_allocations, guarded_empty, rand)
 
@@ -631,7 +632,7 @@ def test_under_the_grader_a_notebook_allocates_its_share_of_gpu_memory_and_no_mo
              "try:\n    torch.empty(2**29, device='cuda')  # 2 GiB more: past it\nexcept torch.OutOfMemoryError:\n"
              "    print('refused')\n")
     env = {**os.environ, "COURSE_GPU_MEMORY_GB": "2"}
-    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=patient(120))
     assert result.stdout.strip().endswith("refused"), result.stdout + result.stderr  # after the kit's mode line
 
 

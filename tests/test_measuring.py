@@ -11,6 +11,7 @@ import torch
 
 from autograder import kit  # first: without a GPU it sets TRITON_INTERPRET, which Triton reads on import
 from autograder.kit import CheckFailed, bench_ms, rand
+from conftest import patient
 
 ADD = torch.add  # the expected result of the timed functions below
 
@@ -68,7 +69,7 @@ def test_the_graders_variables_are_taken_out_of_the_environment_by_the_setup():
     probe = ("import os\nfrom autograder import kit\n"
              "print(sorted(k for k in os.environ if k.startswith('COURSE_')), sorted(kit._GRADER))")
     env = {**os.environ, "COURSE_GPU_TURN": "/nowhere/gpu0.turn", "COURSE_GPU_MEMORY_GB": "64"}
-    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=patient(300))
     assert result.stdout.strip().splitlines()[-1] == "[] ['COURSE_GPU_MEMORY_GB', 'COURSE_GPU_TURN']", result.stderr
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder.grade import sandbox
-from conftest import ROOT, unavailable
+from conftest import ROOT, patient, unavailable
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +55,7 @@ print("processes:", len([p for p in os.listdir("/proc") if p.isdigit()]))
 def _run(command, workdir, limits=sandbox.Limits(memory_mb=1024, processes=32)):
     with sandbox.cgroups(limits) as joining:
         return subprocess.run(joining(sandbox.sandboxed(command, workdir, limits)), capture_output=True,
-                              text=True, timeout=120)
+                              text=True, timeout=patient(120))
 
 
 def test_sandbox_hides_the_course_and_the_network(tmp_path, monkeypatch, listening):
@@ -66,7 +66,7 @@ def test_sandbox_hides_the_course_and_the_network(tmp_path, monkeypatch, listeni
     monkeypatch.setenv("TRITON_HOME", str(tmp_path))
     secret = ROOT / "source"
     outside = subprocess.run([sys.executable, "-c", PROBE, str(secret), str(listening)], cwd=work,
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=patient(120))
     assert "secret visible: True" in outside.stdout and "network: reachable" in outside.stdout, \
         "the probe's positive control: outside the sandbox it sees the course and reaches the port"
     result = _run([sys.executable, "-c", PROBE, str(secret), str(listening)], work)
@@ -117,7 +117,7 @@ def test_a_plain_user_gets_the_same_sandbox(listening):
               f"{str(work)!r}, sandbox.Limits(memory_mb=1024, processes=32)); "
               "r = subprocess.run(argv, capture_output=True, text=True); print(r.stdout, r.stderr); sys.exit(r.returncode)")
     result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                             "/usr/bin/python3", "-c", script], capture_output=True, text=True, timeout=120,
+                             "/usr/bin/python3", "-c", script], capture_output=True, text=True, timeout=patient(120),
                             cwd=tmp_path, env={"PATH": os.environ["PATH"], "PYTHONPATH": str(copy)})
     shutil.rmtree(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr

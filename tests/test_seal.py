@@ -19,6 +19,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from autograder import kit  # first: without a GPU it sets TRITON_INTERPRET, which Triton reads on import
 from autograder.grade import seal
+from conftest import patient
 
 import triton  # noqa: E402 (after the kit: see above)
 
@@ -367,7 +368,7 @@ def execute(tmp_path, cells):
     nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
     read_end, write_end = os.pipe()
     subprocess.run([sys.executable, "-m", "autograder.grade.execute", str(path), "--report-fd", str(write_end),
-                    "--mode", kit.MODE], pass_fds=(write_end,), cwd=tmp_path, check=True, timeout=300,
+                    "--mode", kit.MODE], pass_fds=(write_end,), cwd=tmp_path, check=True, timeout=patient(300),
                    env={**os.environ, "TRITON_INTERPRET": "1"} if not kit.ON_GPU else None)
     os.close(write_end)
     with os.fdopen(read_end) as report:

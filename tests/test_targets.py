@@ -936,11 +936,12 @@ ARG_KINDS = re.compile(r"\*(T|O|fp32|fp16|bf16|i32|u8)|(i32|i64)(/16)?|fp32|1")
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
+    from conftest import patient  # here: this file also runs as the compiler's script
     out = tmp_path_factory.mktemp("targets") / "compiled.json"
     env = {key: value for key, value in os.environ.items() if not key.startswith("COURSE_GPU")}
     env["TRITON_INTERPRET"] = "0"
     run = subprocess.run([sys.executable, __file__, "--compile", str(out)], env=env, capture_output=True, text=True,
-                         timeout=900, cwd=ROOT)
+                         timeout=patient(900), cwd=ROOT)
     if run.returncode:
         pytest.fail(f"The compiler process failed:\n{run.stdout[-2000:]}\n{run.stderr[-6000:]}", pytrace=False)
     data = json.loads(out.read_text())
