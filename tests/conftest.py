@@ -61,8 +61,8 @@ def machine_pace():
 def patient(seconds):
     """A wall-clock limit on honest work, `seconds` at the usual pace, stretched in proportion on a
     machine slower than usual (never shortened): a test guards against slow work, not against a slow
-    machine. Every such limit in the tests goes through here (the tests of GPU turns and of a worker
-    killed mid-notebook, which time sleeps of their own, do not)."""
+    machine. Every such limit in the tests goes through here; what the tests time on purpose (the
+    turns' holds and budgets, sleeps, the moment a worker is killed) does not."""
     return seconds * max(1.0, machine_pace() / USUAL_PACE)
 
 

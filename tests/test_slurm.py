@@ -144,7 +144,7 @@ class Cluster:
         log.close()
 
     def _wait(self, done, seconds, failure):
-        deadline = time.monotonic() + seconds
+        deadline = time.monotonic() + patient(seconds)
         while not done():
             dead = [name for name, process in self.daemons.items() if process.poll() is not None]
             if dead or time.monotonic() > deadline:

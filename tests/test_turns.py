@@ -18,6 +18,7 @@ from autograder.grade import sandbox
 from autograder.grade.isolate import SandboxedExecute
 from autograder.grade.turns import GpuTurns, descendants, process_tree
 from autograder.samples import load_samples
+from conftest import patient
 
 pytestmark = pytest.mark.skipif(not sandbox.available(), reason="this machine cannot make user namespaces")
 
@@ -50,7 +51,7 @@ def _grade_with_turns(tmp_path, cells, hold=30.0, budget=60.0):
         with GpuTurns(tmp_path, [0], lambda gpu: [neighbour.pid, os.getpid()], hold, budget) as turns:
             # On a GPU machine the sandbox is a GPU slot's, as the grader's is there: its memory is watched,
             # not capped by address space, in which CUDA's libraries do not load.
-            step = SandboxedExecute(gpu_turn=str(turns.path(0)), deadline=120, status_file=str(status),
+            step = SandboxedExecute(gpu_turn=str(turns.path(0)), deadline=round(patient(120)), status_file=str(status),
                                     memory_mb=4096, processes=64, gpu="0" if torch.cuda.is_available() else "")
             nb, _ = step.preprocess(nb, {"metadata": {"path": str(folder)}})
     finally:

@@ -15,7 +15,7 @@ from autograder.grade.run import make_template
 from autograder.grade.settings import Settings
 from autograder.grade.worker import Worker
 from autograder.samples import load_samples
-from conftest import unavailable
+from conftest import patient, unavailable
 
 LESSON = "02_vector_add"
 
@@ -58,7 +58,7 @@ def test_a_worker_that_dies_loses_no_grade_and_leaves_nothing_running(course, tm
     (tmp_path / "template").mkdir()
     template = make_template(class_dir, LESSON, tmp_path / "template")
     submissions = {s.student: s for s in collect(class_dir, LESSON)}
-    worker = Worker(class_dir, LESSON, template, Settings(deadline=120, memory_mb=3072, processes=64))
+    worker = Worker(class_dir, LESSON, template, Settings(deadline=round(patient(120)), memory_mb=3072, processes=64))
     worker.start()
     running = []
 
