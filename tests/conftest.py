@@ -19,8 +19,8 @@ COURSE_FILES = ["nbgrader_config.py", "notebooks", "source", "release", "solutio
 # one process at a time, and takes the other lane, beside them.
 GRADING_LANE = ("test_autograde", "test_batch")
 WALL = "wall time"  # a test's user property (what ran, seconds), printed after the run
-# machine_pace() on CI's 2-core box on an ordinary day (2026-12-07: 1.3 to 1.7 s); the same box has
-# run whole days 2.5 times slower.
+# machine_pace() on CI's 2-core box on an ordinary day (2026-12-07: 1.4 s idle, 1.7 to 1.9 s in
+# `make test` beside the other lane); the same box has run whole days 2.5 times slower.
 USUAL_PACE = 1.5
 
 
