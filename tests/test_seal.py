@@ -1,12 +1,13 @@
 """The seal (autograder/grade/seal.py): graded tests run with the kit as the setup cell made it, and
 whatever a notebook replaces to get around them fails the test and is reported in a signed receipt.
 
-Most tests run the kit in an IPython shell in this process, as a kernel would; the last runs a
+Most tests run the kit in an IPython shell in this process, as a kernel would; the last ones run a
 notebook through execute.py with a real kernel, where the receipts are checked from outside it.
 """
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,7 +20,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from autograder import kit  # first: without a GPU it sets TRITON_INTERPRET, which Triton reads on import
 from autograder.grade import seal
-from conftest import patient
+from conftest import patient, unavailable
 
 import triton  # noqa: E402 (after the kit: see above)
 
@@ -362,14 +363,14 @@ def restores():
         torch._C._pop_torch_function_stack()
 
 
-def execute(tmp_path, cells):
+def execute(tmp_path, cells, mode=kit.MODE, env=None):
     """The messages execute.py reports for a notebook of `cells`, run with a real kernel."""
     path = tmp_path / "notebook.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
     read_end, write_end = os.pipe()
     subprocess.run([sys.executable, "-m", "autograder.grade.execute", str(path), "--report-fd", str(write_end),
-                    "--mode", kit.MODE], pass_fds=(write_end,), cwd=tmp_path, check=True, timeout=patient(300),
-                   env={**os.environ, "TRITON_INTERPRET": "1"} if not kit.ON_GPU else None)
+                    "--mode", mode], pass_fds=(write_end,), cwd=tmp_path, check=True, timeout=patient(300),
+                   env={**os.environ, **({} if kit.ON_GPU else {"TRITON_INTERPRET": "1"}), **(env or {})})
     os.close(write_end)
     with os.fdopen(read_end) as report:
         return [json.loads(line) for line in report]
@@ -399,12 +400,23 @@ get_ipython().input_transformers_cleanup.append(skip_tests)'''
         "receipts are taken out of the outputs"
 
 
-@pytest.mark.skipif(not kit.ON_GPU, reason="on the interpreter no kernel can break a GPU")
-def test_a_test_that_breaks_the_gpu_fails_and_the_tests_after_it_run_in_a_fresh_kernel(tmp_path):
-    """A kernel that stores to wild addresses loses the process its CUDA context: the test that ran
-    it fails saying so (no flag: nothing was tampered with), and the next test, run in a fresh kernel
-    where the answers and the course's helper were defined again, passes."""
-    answer = """import triton
+# A CUDA driver for a machine without one (compiled into libcuda.so.1, which the seal loads): the
+# context of the process whose id is in the file FAULTED is lost, as a kernel that stores to wild
+# addresses leaves it. The seal's code, execute.py's fresh kernel and the cells it runs again are all
+# real; only the GPU is pretend, so that CI runs what the GPU test below runs on a GPU.
+PRETEND_DRIVER = r"""
+#include <stdio.h>
+#include <unistd.h>
+int cuCtxSynchronize(void) {
+    long pid = -1;
+    FILE *file = fopen(FAULTED, "r");
+    if (file) { fscanf(file, "%ld", &pid); fclose(file); }
+    return pid == (long)getpid() ? 700 : 0;  /* CUDA_ERROR_ILLEGAL_ADDRESS */
+}
+int cuGetErrorName(int code, const char **name) { *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; return 0; }
+int cuGetErrorString(int code, const char **text) { *text = "an illegal memory access was encountered"; return 0; }
+"""
+WILD_KERNEL = """import triton
 import triton.language as tl
 
 
@@ -412,23 +424,55 @@ import triton.language as tl
 def wild_store(x_ptr):
     offsets = tl.arange(0, 16).to(tl.int64) * (1 << 36)
     tl.store(x_ptr + offsets, 1.0)
-
-
-def doubled(x):
-    return x * 2
 """
+
+
+def _pretend_gpu(tmp_path):
+    """The setup cell's addition, the wild test's source and execute.py's environment, for a GPU
+    that the pretend driver breaks when the wild test writes its process's id into FAULTED."""
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None:
+        unavailable("no C compiler", "the device-fault test on a pretend GPU", "apt-get install gcc")
+    faulted, driver = tmp_path / "faulted", tmp_path / "driver"
+    driver.mkdir()
+    (driver / "driver.c").write_text(PRETEND_DRIVER)
+    subprocess.run([compiler, "-shared", "-fPIC", f'-DFAULTED="{faulted}"', "-o", str(driver / "libcuda.so.1"),
+                    str(driver / "driver.c")], check=True)
+    wild = f"import os\nwith open({str(faulted)!r}, 'w') as file:\n    file.write(str(os.getpid()))"
+    # The kit found no GPU; the seal asks the driver only where the grader and the kit both say cuda.
+    return "\nMODE = 'cuda'", wild, {"LD_LIBRARY_PATH": str(driver)}
+
+
+@pytest.mark.parametrize("gpu", ["real", "pretend"])
+def test_a_test_that_breaks_the_gpu_fails_and_the_tests_after_it_run_in_a_fresh_kernel(tmp_path, gpu):
+    """A kernel that stores to wild addresses loses the process its CUDA context: the test that ran
+    it fails saying so (no flag: nothing was tampered with), and the next test, run in a fresh kernel
+    where the answers and the course's helper were defined again, passes; the test before it is not
+    run again. On a GPU for real; without one, on the pretend driver above."""
+    if (gpu == "real") != kit.ON_GPU:
+        pytest.skip("a real GPU breaks on a GPU only" if gpu == "real" else "a GPU machine has its own driver")
+    if gpu == "real":
+        setup, wild, env = "", "x = rand(16)\nwild_store[(1,)](x)\ntorch.cuda.synchronize()", None
+    else:
+        setup, wild, env = _pretend_gpu(tmp_path)
+    answer = (WILD_KERNEL if gpu == "real" else "") + "\n\ndef doubled(x):\n    return x * 2\n"
+    runs = tmp_path / "runs"
     meta = lambda grade_id, **more: {"nbgrader": {"grade_id": grade_id, "locked": True, **more}}  # noqa: E731
     test = lambda grade_id: meta(grade_id, grade=True, points=1)  # noqa: E731
-    cells = [nbformat.v4.new_code_cell(KIT, metadata=meta("setup")),
+    cells = [nbformat.v4.new_code_cell(KIT + setup, metadata=meta("setup")),
              nbformat.v4.new_code_cell(answer, metadata={"nbgrader": {"grade_id": "answer", "solution": True}}),
              nbformat.v4.new_code_cell("def halved(x):\n    return x / 2", metadata=meta("helper")),
-             nbformat.v4.new_code_cell("x = rand(16)\nwild_store[(1,)](x)\ntorch.cuda.synchronize()",
-                                       metadata=test("test_wild")),
-             nbformat.v4.new_code_cell("x = rand(16)\ncheck_output(halved(doubled(x)), x)", metadata=test("test_after"))]
-    messages = execute(tmp_path, cells)
+             nbformat.v4.new_code_cell(f"with open({str(runs)!r}, 'a') as file:\n    file.write('ran ')",
+                                       metadata=test("test_before")),
+             nbformat.v4.new_code_cell(wild, metadata=test("test_wild")),
+             nbformat.v4.new_code_cell("x = rand(16)\nassert torch.equal(halved(doubled(x)), x)",
+                                       metadata=test("test_after"))]
+    messages = execute(tmp_path, cells, mode="cuda", env=env)
     reports = {m["index"]: m for m in messages if "index" in m and "outputs" in m}
     assert messages[-1] == {"end": "finished"}, messages[-1]
-    wild, after = reports[3], reports[4]
+    assert sorted(reports) == list(range(len(cells))), "each cell is reported once"
+    before, wild, after = reports[3], reports[4], reports[5]
+    assert before["status"] == "ok" and runs.read_text() == "ran ", "a test graded before the fault ran again"
     assert wild["status"] == "error" and wild["integrity"] is None and wild["course_error"], wild
     error = next(o for o in wild["outputs"] if o["output_type"] == "error")
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in error["evalue"] and "masked" in error["evalue"], error
