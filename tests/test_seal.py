@@ -427,9 +427,15 @@ def wild_store(x_ptr):
 """
 
 
+def _real_gpu(tmp_path):
+    """The setup cell's addition, the answer's kernel, the wild test's source and execute.py's extra
+    environment, for this machine's GPU, which the wild test breaks."""
+    return "", WILD_KERNEL, "x = rand(16)\nwild_store[(1,)](x)\ntorch.cuda.synchronize()", {}
+
+
 def _pretend_gpu(tmp_path):
-    """The setup cell's addition, the wild test's source and execute.py's environment, for a GPU
-    that the pretend driver breaks when the wild test writes its process's id into FAULTED."""
+    """The same for a GPU that the pretend driver breaks when the wild test writes its process's id
+    into FAULTED."""
     compiler = shutil.which("gcc") or shutil.which("cc")
     if compiler is None:
         unavailable("no C compiler", "the device-fault test on a pretend GPU", "apt-get install gcc")
@@ -440,7 +446,7 @@ def _pretend_gpu(tmp_path):
                     str(driver / "driver.c")], check=True)
     wild = f"import os\nwith open({str(faulted)!r}, 'w') as file:\n    file.write(str(os.getpid()))"
     # The kit found no GPU; the seal asks the driver only where the grader and the kit both say cuda.
-    return "\nMODE = 'cuda'", wild, {"LD_LIBRARY_PATH": str(driver)}
+    return "\nMODE = 'cuda'", "", wild, {"LD_LIBRARY_PATH": str(driver)}
 
 
 @pytest.mark.parametrize("gpu", ["real", "pretend"])
@@ -451,11 +457,8 @@ def test_a_test_that_breaks_the_gpu_fails_and_the_tests_after_it_run_in_a_fresh_
     run again. On a GPU for real; without one, on the pretend driver above."""
     if (gpu == "real") != kit.ON_GPU:
         pytest.skip("a real GPU breaks on a GPU only" if gpu == "real" else "a GPU machine has its own driver")
-    if gpu == "real":
-        setup, wild, env = "", "x = rand(16)\nwild_store[(1,)](x)\ntorch.cuda.synchronize()", None
-    else:
-        setup, wild, env = _pretend_gpu(tmp_path)
-    answer = (WILD_KERNEL if gpu == "real" else "") + "\n\ndef doubled(x):\n    return x * 2\n"
+    setup, kernel, wild, env = (_real_gpu if gpu == "real" else _pretend_gpu)(tmp_path)
+    answer = kernel + "\n\ndef doubled(x):\n    return x * 2\n"
     runs = tmp_path / "runs"
     meta = lambda grade_id, **more: {"nbgrader": {"grade_id": grade_id, "locked": True, **more}}  # noqa: E731
     test = lambda grade_id: meta(grade_id, grade=True, points=1)  # noqa: E731
