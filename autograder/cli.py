@@ -17,11 +17,15 @@ def _build(args, course):
             return 1
         print(f"up to date: {', '.join(course.lessons())}")
         return 0
+    unknown = sorted(set(args.execute or ()) - set(course.lessons()))
+    if unknown:  # before the build, which takes a while
+        raise CourseError(f"no lesson named {', '.join(unknown)}: the lessons are {', '.join(course.lessons())}")
     lessons = generate.build(course, force=args.force)
     print(f"built {', '.join(lessons)} into source/, release/ and solutions/")
-    if args.execute:
-        generate.execute_solutions(course, lessons)
-        print("ran solutions/ and kept their outputs")
+    if args.execute is not None:
+        executed = args.execute or lessons
+        generate.execute_solutions(course, executed)
+        print(f"ran solutions/ of {', '.join(executed)} and kept their outputs")
     return 0
 
 
@@ -81,8 +85,9 @@ def parser():
     build = commands.add_parser("build", help="generate source/, release/ and solutions/ from notebooks/")
     build.add_argument("--check", action="store_true", help="change nothing; exit 1 naming what is stale")
     build.add_argument("--force", action="store_true", help="overwrite source notebooks edited by hand")
-    build.add_argument("--execute", action="store_true",
-                       help="then run solutions/ and keep their outputs (on a GPU machine, before publishing)")
+    build.add_argument("--execute", nargs="*", metavar="LESSON",
+                       help="then run solutions/ (those of the lessons named; all without a name) and keep their "
+                       "outputs (on a GPU machine, before publishing)")
     build.set_defaults(run=_build)
 
     sync = commands.add_parser("sync", help="write edits made to source/<lesson> back into its master")

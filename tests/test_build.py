@@ -1,5 +1,6 @@
 """The build: everything generated is fresh, releases hide answers and hidden tests, edits are kept."""
 import re
+import shutil
 
 import nbformat
 import pytest
@@ -247,3 +248,10 @@ def test_a_constant_of_the_course_must_not_be_named_like_an_answer(tmp_path):
     with pytest.raises(ValueError, match=r"'defaults' binds BLOCK_SIZE, which 'block' binds too and 'test_block' reads"):
         build_of(tmp_path, *cells)
     assert build_of(tmp_path, *cells[1:]).cells
+
+
+def test_executing_a_lesson_that_does_not_exist_is_refused_before_the_build(scratch_course):
+    shutil.rmtree(scratch_course.root / "source" / "02_vector_add")
+    result = autograder("build", "--execute", "02_vector_ad", cwd=scratch_course.root)
+    assert result.returncode == 2 and "no lesson named 02_vector_ad: the lessons are 02_vector_add" in result.stderr
+    assert not (scratch_course.root / "source" / "02_vector_add").exists(), "the build must not have started"
