@@ -355,34 +355,52 @@ def paged_decode(kit, lesson, rounds=3):
             {"eager": ("gather + SDPA", "SDPA"), "compile": ("ours, contiguous cache (ex. 1)", "contiguous")})
 
 
+def tinygemm_arguments(packed, scales, zeros, group_size):
+    """The lesson's int4 weights as the arguments after x of torch's own int4 kernel
+    (`torch._weight_int4pack_mm`, tinygemm: hand-written CUDA, bf16 activations): the weights
+    transposed, the nibbles of rows 2i and 2i + 1 of a column in one byte, high first, in its tiled
+    layout; the group size; and per group a bf16 scale and offset, W = (q - 8) * scale + offset,
+    so offset = (8 - zero) * scale."""
+    import torch
+    q = torch.stack([packed & 15, packed >> 4], 1).reshape(2 * packed.shape[0], packed.shape[1])
+    qt = q.T.contiguous().to(torch.int32)
+    weights = torch._convert_weight_to_int4pack((qt[:, ::2] << 4 | qt[:, 1::2]).to(torch.uint8), 8)
+    offsets = (8 - zeros.float()) * scales.float()
+    return weights, group_size, torch.stack([scales.float(), offsets], -1).to(torch.bfloat16).contiguous()
+
+
 def int4_matmul(kit, lesson, rounds=3):
-    """Lesson 10's int4 weight-only product (groups of 128) against cuBLAS (torch.matmul) on the same
-    weights in fp16, and against torch's way with the int4 weights (dequantise, then the product, in
-    each call: the fallback the lesson's tests refuse), for M = 1, 4, 16 rows of fp16 x and K = N =
-    4096 and 8192. cuBLAS reads four times the weight bytes, but every column is counted on the same
-    int4 bytes floor (packed weights, scales, zeros, x and the output), so the ratios are ratios of
-    time. In turns from CUDA graphs as 06's matmul: at these sizes the floor is a few microseconds at
-    the copy bandwidth, less than Python takes to check, allocate and launch the two kernels (the
-    lesson's notebook, timing calls one by one, measures the host); a call that cannot be graphed is
-    timed plainly."""
+    """Lesson 10's int4 weight-only product (groups of 128, fp16 x) against cuBLAS (torch.matmul) on the
+    same weights in fp16, and against torch's own int4 kernel (tinygemm, the same weights in its
+    layout, x in bf16, which it requires), for M = 1, 4, 16 rows of x and K = N = 4096 and 8192.
+    cuBLAS reads four times the weight bytes, but every column is counted on the same int4 bytes
+    floor (packed weights, scales, zeros, x and the output), so the ratios are ratios of time. In
+    turns from CUDA graphs as 06's matmul: at these sizes the floor is a few microseconds at the copy
+    bandwidth, less than Python takes to check, allocate and launch the two kernels (the lesson's
+    notebook, timing calls one by one, measures the host); a call that cannot be graphed is timed
+    plainly, and one torch cannot make (no tinygemm in this build) is left out."""
     torch = kit["torch"]
-    dequantized_product = lambda x, p, s, z: torch.matmul(x, lesson["dequantize"](p, s, z, 128).to(x.dtype))  # noqa: E731
     rows = []
     for side in (4096, 8192):
         for m in (1, 4, 16):
             x, packed, scales, zeros = lesson["int4_inputs"](m, side, side, 128, torch.float16)
             w16 = lesson["dequantize"](packed, scales, zeros, 128).to(torch.float16)
+            try:
+                tinygemm = functools.partial(torch._weight_int4pack_mm, x.to(torch.bfloat16),
+                                             *tinygemm_arguments(packed, scales, zeros, 128))
+            except (AttributeError, RuntimeError) as error:
+                print(f"  torch's int4 kernel unavailable: {str(error).splitlines()[0][:120]}")
+                tinygemm = None
             nbytes = packed.numel() + (scales.numel() + zeros.numel()) * 2 + (x.numel() + m * side) * 2
             # partial, not lambdas: a closure would keep the tensors alive past the del below
             calls = {"ours": functools.partial(lesson["int4_linear"], x, packed, scales, zeros, 128),
-                     "eager": functools.partial(torch.matmul, x, w16),
-                     "compile": functools.partial(dequantized_product, x, packed, scales, zeros)}
+                     "eager": functools.partial(torch.matmul, x, w16), "compile": tinygemm}
             times = graphed_in_turns(kit, calls, rounds)
-            del calls, x, packed, scales, zeros, w16
+            del calls, x, packed, scales, zeros, w16, tinygemm
             rows.append((f"{m}x{side}x{side}", nbytes, times))
     return ("int4 x @ W (lesson 10), fp16 x, groups of 128, M x K x N (GB/s on the int4 bytes floor, CUDA graphs)",
             rows, "GB/s", {"eager": ("cuBLAS on fp16 weights", "cuBLAS"),
-                           "compile": ("torch: dequantise, then matmul", "dequantise")})
+                           "compile": ("torch's int4 kernel (tinygemm, bf16 x)", "tinygemm")})
 
 
 BENCHMARKS = {"02_vector_add": [vector_add], "04_fusion": [ten_ops, softmax],
