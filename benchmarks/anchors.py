@@ -17,8 +17,13 @@ runs every variant once on small shapes against torch instead (under the interpr
   blocks narrower than the row.
 - layernorm-backward: 05's backward kernel with 2 to 16 programs per multiprocessor and 4 to 16
   warps, and a backward that loops over the row (for rows too wide for one block in registers).
+- int4: 10's `int4_matmul_kernel` with each of INT4_CONFIGS (columns and rows a step, warps, stages,
+  programs per multiprocessor, which sets SPLIT_K) and alone (without the split-K sum), against
+  torch's own int4 kernel (tinygemm), cuBLAS on fp16 weights and a copy of the packed weights, at
+  M = 1 and 16, K = N = 4096 and 8192, from CUDA graphs in turns (a call lasts microseconds).
 """
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -26,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kernels as bench  # noqa: E402  (make bench's loader and rows)
 
-SECTIONS = ("matmul", "layernorm", "layernorm-backward")
+SECTIONS = ("matmul", "layernorm", "layernorm-backward", "int4")
 CONFIGS = [(128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 3), (256, 128, 64, 8, 4),
            (128, 128, 64, 8, 4), (128, 128, 64, 4, 4), (128, 128, 64, 4, 3), (128, 128, 32, 4, 4),
            (64, 256, 64, 4, 4), (128, 256, 32, 8, 4), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4)]  # M, N, K, warps, stages
@@ -323,6 +328,74 @@ def layer_norm_section(check, backward):
         log(f"{x.shape[0]} x {width}: " + "; ".join(f"{what} {gbps:.0f} ({gbps / roof:.2f})" for gbps, what in results[:6]))
 
 
+# ---------------------------------------------------------------------------------------------
+# int4: 10's kernel with other blocks and splits, beside torch's own int4 kernel and a copy
+
+# BLOCK_N, BLOCK_K, warps, stages, programs per multiprocessor; the first is int4_config's on a GPU
+INT4_CONFIGS = [(256, 128, 4, 3, 2), (256, 128, 8, 3, 2), (256, 128, 4, 3, 4), (128, 128, 4, 3, 4),
+                (128, 128, 8, 3, 4), (128, 128, 4, 4, 4), (128, 128, 4, 3, 8), (64, 128, 4, 4, 8), (256, 64, 4, 4, 4)]
+
+
+def launch_int4(lesson, x, packed, scales, zeros, group_size, config, reduce=True):
+    """10's two kernels launched as int4_linear launches them, with `config`'s blocks and as many
+    slices of K as give that many programs per multiprocessor; reduce=False launches the first kernel
+    alone (the partials left unsummed: what the split-K sum costs)."""
+    block_n, block_k, warps, stages, fill = config
+    (M, K), N = x.shape, packed.shape[1]
+    block_k = min(block_k, group_size)
+    grid = [triton.cdiv(N, block_n), triton.cdiv(M, 16), 1]
+    split_k = max(1, min(triton.cdiv(fill * lesson["multiprocessors"](), grid[0] * grid[1]), K // block_k))
+    k_per_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
+    grid[2] = triton.cdiv(K, k_per_split)
+    part = torch.empty((grid[2], M, N), dtype=torch.float32, device=x.device)
+    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+
+    def run():
+        lesson["int4_matmul_kernel"][tuple(grid)](
+            x, packed, scales, zeros, part, M, N, K, k_per_split, *x.stride(), *packed.stride(), *scales.stride(),
+            *zeros.stride(), GROUP_SIZE=group_size, BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps,
+            num_stages=stages)
+        if reduce:
+            lesson["int4_reduce_kernel"][(triton.cdiv(M * N, 1024),)](part, out, M * N, grid[2], BLOCK=1024)
+        return out
+    return run
+
+
+def int4_section(check):
+    lesson = bench.answers("10_inference")
+    if check:
+        dtype = lesson["int4_dtypes"]()[0]
+        for M, K, N, group_size in ((1, 256, 96, 64), (5, 512, 64, 128)):
+            x, packed, scales, zeros = lesson["int4_inputs"](M, K, N, group_size, dtype)
+            for config in ((32, 32, 4, 1, 1), (32, 32, 4, 1, 4), (64, 64, 4, 1, 2)):
+                lesson["check_int4"](launch_int4(lesson, x, packed, scales, zeros, group_size, config)(), x, packed,
+                                     scales, zeros, group_size, f"{config} on {M}x{K}x{N}")
+        log("int4: every launch computes x @ W")
+        return
+    roof = kit["copy_bandwidth"](2 ** 28)
+    log(f"int4: x @ W, groups of 128, fp16 x; microseconds, and the packed bytes / time / copy bandwidth ({roof:.0f} GB/s)")
+    for side in (4096, 8192):
+        for m in (1, 16):
+            x, packed, scales, zeros = lesson["int4_inputs"](m, side, side, 128, torch.float16)
+            operands = (lesson, x, packed, scales, zeros, 128)
+            copy = torch.empty_like(packed)
+            calls = {"int4_linear (the reference)": functools.partial(lesson["int4_linear"], *operands[1:]),
+                     "its first kernel alone": launch_int4(*operands, INT4_CONFIGS[0], reduce=False),
+                     **{f"{config}": launch_int4(*operands, config) for config in INT4_CONFIGS},
+                     "cuBLAS on fp16 weights": functools.partial(
+                         torch.matmul, x, lesson["dequantize"](packed, scales, zeros, 128).to(torch.float16)),
+                     "a copy of the packed weights": functools.partial(copy.copy_, packed)}
+            try:
+                calls["torch's int4 kernel (tinygemm), bf16 x"] = functools.partial(
+                    torch._weight_int4pack_mm, x.to(torch.bfloat16), *bench.tinygemm_arguments(packed, scales, zeros, 128))
+            except (AttributeError, RuntimeError) as error:
+                log(f"  torch's int4 kernel unavailable: {str(error).splitlines()[0][:120]}")
+            for name, t in bench.graphed_in_turns(kit, calls, rounds=3).items():
+                log(f"  M = {m}, K = N = {side}, {name}: " +
+                    (f"{t * 1e3:.1f} us, {packed.numel() / (t * 1e-3) / 1e9 / roof:.2f}" if t else "failed"))
+            del calls, operands, x, packed, scales, zeros, copy
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=SECTIONS)
@@ -338,6 +411,8 @@ def main():
         layer_norm_section(args.check, backward=False)  # a check covers both directions
     if "layernorm-backward" in args.only and not args.check:
         layer_norm_section(args.check, backward=True)
+    if "int4" in args.only:
+        int4_section(args.check)
     return 0
 
 

@@ -42,3 +42,4 @@ def test_the_anchors_variants_compute_what_the_lessons_compute():
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "matmul: every layout computes a @ b" in run.stdout, run.stdout
     assert "layer norm: every variant matches torch, forward and backward" in run.stdout, run.stdout
+    assert "int4: every launch computes x @ W" in run.stdout, run.stdout
