@@ -343,20 +343,20 @@ def launch_int4(lesson, x, packed, scales, zeros, group_size, config, reduce=Tru
     block_n, block_k, warps, stages, fill = config
     (M, K), N = x.shape, packed.shape[1]
     block_k = min(block_k, group_size)
-    grid = [triton.cdiv(N, block_n), triton.cdiv(M, 16), 1]
-    split_k = max(1, min(triton.cdiv(fill * lesson["multiprocessors"](), grid[0] * grid[1]), K // block_k))
+    columns, rows = triton.cdiv(N, block_n), triton.cdiv(M, 16)
+    split_k = max(1, min(triton.cdiv(fill * lesson["multiprocessors"](), columns * rows), K // block_k))
     k_per_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
-    grid[2] = triton.cdiv(K, k_per_split)
-    part = torch.empty((grid[2], M, N), dtype=torch.float32, device=x.device)
+    split_k = triton.cdiv(K, k_per_split)  # the slices the rounding to whole steps leaves
+    part = torch.empty((split_k, M, N), dtype=torch.float32, device=x.device)
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
 
     def run():
-        lesson["int4_matmul_kernel"][tuple(grid)](
+        lesson["int4_matmul_kernel"][(columns, rows, split_k)](
             x, packed, scales, zeros, part, M, N, K, k_per_split, *x.stride(), *packed.stride(), *scales.stride(),
             *zeros.stride(), GROUP_SIZE=group_size, BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps,
             num_stages=stages)
         if reduce:
-            lesson["int4_reduce_kernel"][(triton.cdiv(M * N, 1024),)](part, out, M * N, grid[2], BLOCK=1024)
+            lesson["int4_reduce_kernel"][(triton.cdiv(M * N, 1024),)](part, out, M * N, split_k, BLOCK=1024)
         return out
     return run
 
@@ -385,11 +385,8 @@ def int4_section(check):
                      "cuBLAS on fp16 weights": functools.partial(
                          torch.matmul, x, lesson["dequantize"](packed, scales, zeros, 128).to(torch.float16)),
                      "a copy of the packed weights": functools.partial(copy.copy_, packed)}
-            try:
-                calls["torch's int4 kernel (tinygemm), bf16 x"] = functools.partial(
-                    torch._weight_int4pack_mm, x.to(torch.bfloat16), *bench.tinygemm_arguments(packed, scales, zeros, 128))
-            except (AttributeError, RuntimeError) as error:
-                log(f"  torch's int4 kernel unavailable: {str(error).splitlines()[0][:120]}")
+            if vendor := bench.tinygemm(x, packed, scales, zeros, 128):
+                calls["torch's int4 kernel (tinygemm), bf16 x"] = vendor
             for name, t in bench.graphed_in_turns(kit, calls, rounds=3).items():
                 log(f"  M = {m}, K = N = {side}, {name}: " +
                     (f"{t * 1e3:.1f} us, {packed.numel() / (t * 1e-3) / 1e9 / roof:.2f}" if t else "failed"))

@@ -355,18 +355,23 @@ def paged_decode(kit, lesson, rounds=3):
             {"eager": ("gather + SDPA", "SDPA"), "compile": ("ours, contiguous cache (ex. 1)", "contiguous")})
 
 
-def tinygemm_arguments(packed, scales, zeros, group_size):
-    """The lesson's int4 weights as the arguments after x of torch's own int4 kernel
-    (`torch._weight_int4pack_mm`, tinygemm: hand-written CUDA, bf16 activations): the weights
-    transposed, the nibbles of rows 2i and 2i + 1 of a column in one byte, high first, in its tiled
-    layout; the group size; and per group a bf16 scale and offset, W = (q - 8) * scale + offset,
-    so offset = (8 - zero) * scale."""
+def tinygemm(x, packed, scales, zeros, group_size):
+    """torch's own int4 kernel (`torch._weight_int4pack_mm`, tinygemm: hand-written CUDA) on the
+    lesson's int4 weights, as a call of no arguments, or None (saying why) where this torch has none.
+    Its layout: the weights transposed, the nibbles of rows 2i and 2i + 1 of a column in one byte, high
+    first, tiled; per group a bf16 scale and offset, W = (q - 8) * scale + offset, so offset = (8 -
+    zero) * scale; x in bf16, which it requires."""
     import torch
-    q = torch.stack([packed & 15, packed >> 4], 1).reshape(2 * packed.shape[0], packed.shape[1])
-    qt = q.T.contiguous().to(torch.int32)
-    weights = torch._convert_weight_to_int4pack((qt[:, ::2] << 4 | qt[:, 1::2]).to(torch.uint8), 8)
+    try:
+        q = torch.stack([packed & 15, packed >> 4], 1).reshape(2 * packed.shape[0], packed.shape[1])
+        qt = q.T.contiguous().to(torch.int32)
+        weights = torch._convert_weight_to_int4pack((qt[:, ::2] << 4 | qt[:, 1::2]).to(torch.uint8), 8)
+    except (AttributeError, RuntimeError) as error:
+        print(f"  torch's int4 kernel unavailable: {str(error).splitlines()[0][:120]}")
+        return None
     offsets = (8 - zeros.float()) * scales.float()
-    return weights, group_size, torch.stack([scales.float(), offsets], -1).to(torch.bfloat16).contiguous()
+    scales_offsets = torch.stack([scales.float(), offsets], -1).to(torch.bfloat16).contiguous()
+    return functools.partial(torch._weight_int4pack_mm, x.to(torch.bfloat16), weights, group_size, scales_offsets)
 
 
 def int4_matmul(kit, lesson, rounds=3):
@@ -385,18 +390,13 @@ def int4_matmul(kit, lesson, rounds=3):
         for m in (1, 4, 16):
             x, packed, scales, zeros = lesson["int4_inputs"](m, side, side, 128, torch.float16)
             w16 = lesson["dequantize"](packed, scales, zeros, 128).to(torch.float16)
-            try:
-                tinygemm = functools.partial(torch._weight_int4pack_mm, x.to(torch.bfloat16),
-                                             *tinygemm_arguments(packed, scales, zeros, 128))
-            except (AttributeError, RuntimeError) as error:
-                print(f"  torch's int4 kernel unavailable: {str(error).splitlines()[0][:120]}")
-                tinygemm = None
             nbytes = packed.numel() + (scales.numel() + zeros.numel()) * 2 + (x.numel() + m * side) * 2
             # partial, not lambdas: a closure would keep the tensors alive past the del below
             calls = {"ours": functools.partial(lesson["int4_linear"], x, packed, scales, zeros, 128),
-                     "eager": functools.partial(torch.matmul, x, w16), "compile": tinygemm}
+                     "eager": functools.partial(torch.matmul, x, w16),
+                     "compile": tinygemm(x, packed, scales, zeros, 128)}
             times = graphed_in_turns(kit, calls, rounds)
-            del calls, x, packed, scales, zeros, w16, tinygemm
+            del calls, x, packed, scales, zeros, w16
             rows.append((f"{m}x{side}x{side}", nbytes, times))
     return ("int4 x @ W (lesson 10), fp16 x, groups of 128, M x K x N (GB/s on the int4 bytes floor, CUDA graphs)",
             rows, "GB/s", {"eager": ("cuBLAS on fp16 weights", "cuBLAS"),
