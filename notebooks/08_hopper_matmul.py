@@ -408,7 +408,7 @@ def tiled_matmul(a, b, **config):
 
 # %%
 dtype = matmul_dtypes()[0]
-side = 4096 if ON_GPU else 256
+side = sized(4096, 128)
 a, b = rand(side, side, dtype=dtype), rand(side, side, dtype=dtype)
 check_matmul(persistent_matmul, a[:40, :48], b[:48, :32])  # first make sure it is right: a stub or a bug stops here
 for label, run in [("tiled (lesson 6)", lambda: tiled_matmul(a, b)),
@@ -638,7 +638,7 @@ check_choice(answer_no_tma, "answer_no_tma", expected="b",
 
 # %%
 dtype = matmul_dtypes()[0]
-side = 4096 if ON_GPU else 256
+side = sized(4096, 128)
 a, b = rand(side, side, dtype=dtype), rand(side, side, dtype=dtype)
 check_matmul(tma_matmul, a[:40, :48], b[:48, :32])  # first make sure it is right: a stub or a bug stops here
 runs = [("persistent (pointers)", lambda: persistent_matmul(a, b)), ("tma_matmul", lambda: tma_matmul(a, b))]
