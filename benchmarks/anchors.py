@@ -356,7 +356,10 @@ def launch_int4(lesson, x, packed, scales, zeros, group_size, config, reduce=Tru
             *zeros.stride(), GROUP_SIZE=group_size, BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps,
             num_stages=stages)
         if reduce:
-            lesson["int4_reduce_kernel"][(triton.cdiv(M * N, 1024),)](part, out, M * N, split_k, BLOCK=1024)
+            splits = triton.next_power_of_2(split_k)
+            block = max(32, 4096 // splits)
+            lesson["int4_reduce_kernel"][(triton.cdiv(M * N, block),)](part, out, M * N, split_k, SPLITS=splits,
+                                                                        BLOCK=block)
         return out
     return run
 

@@ -947,9 +947,8 @@ del q, packed, scale, zero
 #   one row of `scales` and one of `zeros`, at `k0 // group_size`, and expand:
 #   `w_low = (low - zeros) * scales`, then `w_high`, in `x`'s dtype for `tl.dot` (in fp32 with a
 #   cast at the end they are the same weights in fp16, and slower);
-# - **no interleave**: instead of putting the even and odd rows back in order, load `x`'s even
-#   columns `k0, k0 + 2, ...` and its odd columns `k0 + 1, k0 + 3, ...` separately (a stride of 2
-#   in `x`'s columns: `cols = k0 + 2 * tl.arange(0, BLOCK_K // 2)`) and accumulate
+# - **no interleave**: instead of putting the even and odd rows back in order, take `x`'s even
+#   columns `k0, k0 + 2, ...` and its odd columns `k0 + 1, k0 + 3, ...` apart and accumulate
 #   `acc = tl.dot(x_even, w_low, acc)`, then `acc = tl.dot(x_odd, w_high, acc)`: the same sum over
 #   `k`, in another order;
 # - accumulate in fp32.
@@ -958,8 +957,9 @@ del q, packed, scale, zero
 # four times the bytes. At decoding's `M` the tensor cores idle; what bounds it is the expansion,
 # 67 million weights at `K = N = 8192`, each a few instructions, of which the int-to-float
 # conversion `(packed & 0xF).to(...)` runs in a unit with an eighth of the multiprocessor's
-# throughput. Two changes, each measured on an H200 at `M = 16`, `K = N = 8192` (CUDA graphs, the
-# same blocks: 256 columns, 128 rows; cuBLAS on fp16 weights 38 us):
+# throughput, and the waits on memory between them. Three changes, each measured at `M = 16`,
+# `K = N = 8192` (CUDA graphs, the same blocks: 256 columns, 128 rows), the first two on an H200
+# (cuBLAS on fp16 weights 38 us), the third on an H100 (cuBLAS 46 us):
 #
 # 1. **No conversion instruction**: `nibbles_as_float(nibbles, dtype)` (the course's helper, in the
 #    cell above) ORs the nibble into the mantissa of 1024 (fp16: the float whose mantissa step is
@@ -972,14 +972,29 @@ del q, packed, scale, zero
 #    registers, where the weights were just expanded; the second must be in shared memory, so in the
 #    first orientation every expanded weight is written there and read back. 35 us to 28 us, 1.36
 #    times cuBLAS's speed.
+# 3. **`x` in one contiguous load, split in registers.** With `num_stages`, Triton copies a load
+#    into shared memory a few steps ahead (`cp.async`), so that the step that uses it does not wait
+#    on memory. A copy moves 4, 8 or 16 contiguous bytes per thread, and `x`'s even columns are
+#    2-byte values 4 bytes apart: the compiled kernel copies `packed`, `scales` and `zeros` ahead
+#    but leaves the two strided loads of `x` in the loop, and every step waits for them. Load
+#    columns `k0 .. k0 + BLOCK_K - 1` as one `(BLOCK_K, BLOCK_M)` tile instead, and take it apart:
+#    `xt.reshape(BLOCK_K // 2, 2, BLOCK_M).permute(0, 2, 1).split()` gives the even rows and the
+#    odd rows (`tl.split` cuts a last dimension of 2 in two). On an H100, 28.9 us to 22.6 us; at
+#    `M = 1`, `K = N = 4096`, 11.5 us to 10.8.
 #
-# Either orientation, and either conversion, passes the tests; the course's answer does both.
+# Each of these is an answer the tests pass without; the course's answer does all three.
 #
 # **Split-K.** At `M <= 16` there is one block of rows, so the grid over `N` alone is `N / BLOCK_N`
 # programs: 32 for `N = 8192` and `BLOCK_N = 256`, on 132 multiprocessors. Each also walks the whole
 # of `K`. Cut `K` into `SPLIT_K` slices too, a third grid dimension: each program adds up its slice
 # of `K` into an fp32 **partial** `(SPLIT_K, M, N)`, and a small second kernel sums the `SPLIT_K`
-# partials of each output element and casts the sum to `x`'s dtype. (The other way is `tl.atomic_add`
+# partials of each output element and casts the sum to `x`'s dtype. It loads all the partials of its
+# `BLOCK` outputs at once, a `(SPLITS, BLOCK)` tile (`SPLITS` the power of two at or above `SPLIT_K`,
+# the rows past `SPLIT_K` masked), and sums them with `tl.sum(parts, axis=0)`: one wait on memory,
+# where a loop over the splits waits `SPLIT_K` times, one after another. About 4096 partials a
+# program (`BLOCK = 4096 // SPLITS`) measured best; on an H100 the sum then took 1.1 us of the call
+# at `M = 16`, `K = N = 8192` (21.5 us in all) and 2.5 us at `M = 1`, `K = N = 4096` (8.3 us), a
+# third less than the loop's. (The other way is `tl.atomic_add`
 # into a zeroed fp32 buffer, then a cast: fewer bytes, but the order of additions changes from run
 # to run.) Choose `SPLIT_K` so that the grid fills the GPU about twice, as in exercise 1, with each
 # slice a whole number of `BLOCK_K` steps: `k_per_split = cdiv(cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K`.
@@ -995,7 +1010,8 @@ del q, packed, scale, zero
 # 1. `int4_matmul_kernel`: grid `(cdiv(N, BLOCK_N), cdiv(M, BLOCK_M), SPLIT_K)`, the program above,
 #    storing its `(BLOCK_M, BLOCK_N)` partial in fp32 at `part[split, m, n]` (a contiguous
 #    `(SPLIT_K, M, N)` tensor), masked at `M` and `N`.
-# 2. `int4_reduce_kernel`: `out[m, n] = sum over split of part[split, m, n]` in `out`'s dtype.
+# 2. `int4_reduce_kernel`: `out[m, n] = sum over split of part[split, m, n]` in `out`'s dtype, the
+#    partials of a block of outputs loaded as one `(SPLITS, BLOCK)` tile.
 # 3. `int4_linear(x, packed, scales, zeros, group_size, split_k=None)`: checks (`x` 2-D `(M, K)`,
 #    16-bit or fp32; `packed` `(K // 2, N)` uint8; `scales` and `zeros` `(K // group_size, N)`;
 #    `group_size` in `GROUP_SIZES`; `K` a multiple of `group_size`: else `ValueError`), takes
@@ -1028,9 +1044,11 @@ def int4_matmul_kernel(x_ptr, w_ptr, s_ptr, z_ptr, part_ptr, M, N, K, k_per_spli
     lo = split * k_per_split
     hi = tl.minimum(K, lo + k_per_split)
     for k0 in range(lo, hi, BLOCK_K):
-        even = k0 + 2 * half  # the rows of W in the low nibbles, and the columns of x they meet
-        xt_even = tl.load(x_cols + even[:, None].to(tl.int64) * stride_xk, mask=rows_ok, other=0.0)
-        xt_odd = tl.load(x_cols + (even + 1)[:, None].to(tl.int64) * stride_xk, mask=rows_ok, other=0.0)
+        # x's columns k0 .. k0 + BLOCK_K - 1 in one contiguous load (copied a few steps ahead), split
+        # in registers: the even ones meet the low nibbles (rows 2i of W), the odd ones the high
+        xt = tl.load(x_cols + (k0 + tl.arange(0, BLOCK_K))[:, None].to(tl.int64) * stride_xk, mask=rows_ok,
+                     other=0.0)
+        xt_even, xt_odd = xt.reshape(BLOCK_K // 2, 2, BLOCK_M).permute(0, 2, 1).split()
         packed_t = tl.load(w_ptr + (k0 // 2 + half)[None, :].to(tl.int64) * stride_wk + offs_n[:, None] * stride_wn,
                            mask=cols_ok[:, None], other=0)
         group = k0 // GROUP_SIZE
@@ -1046,15 +1064,16 @@ def int4_matmul_kernel(x_ptr, w_ptr, s_ptr, z_ptr, part_ptr, M, N, K, k_per_spli
 
 
 @triton.jit
-def int4_reduce_kernel(part_ptr, out_ptr, total, SPLIT_K, BLOCK: tl.constexpr):
-    """out (contiguous, `total` elements) = the sum of the SPLIT_K partials, cast to out's dtype."""
+def int4_reduce_kernel(part_ptr, out_ptr, total, SPLIT_K, SPLITS: tl.constexpr, BLOCK: tl.constexpr):
+    """out (contiguous, `total` elements) = the sum of the SPLIT_K partials, cast to out's dtype: the
+    partials of BLOCK outputs loaded at once, SPLITS (a power of two, at least SPLIT_K) rows."""
     ### BEGIN SOLUTION
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    splits = tl.arange(0, SPLITS)
     inside = offs < total
-    acc = tl.zeros((BLOCK,), tl.float32)
-    for split in range(0, SPLIT_K):
-        acc += tl.load(part_ptr + split * total + offs, mask=inside, other=0.0)
-    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=inside)
+    parts = tl.load(part_ptr + splits[:, None].to(tl.int64) * total + offs[None, :],
+                    mask=(splits[:, None] < SPLIT_K) & inside[None, :], other=0.0)
+    tl.store(out_ptr + offs, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty), mask=inside)
     ### END SOLUTION
 
 
@@ -1093,8 +1112,9 @@ def int4_linear(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zer
     grid = (triton.cdiv(N, config["BLOCK_N"]), triton.cdiv(M, config["BLOCK_M"]), split_k)
     int4_matmul_kernel[grid](x, packed, scales, zeros, part, M, N, K, k_per_split, *x.stride(), *packed.stride(),
                              *scales.stride(), *zeros.stride(), GROUP_SIZE=group_size, **config)
-    block = 1024 if ON_GPU else 256
-    int4_reduce_kernel[(triton.cdiv(M * N, block),)](part, out, M * N, split_k, BLOCK=block)
+    splits = triton.next_power_of_2(split_k)
+    block = max(32, (4096 if ON_GPU else 256) // splits)  # about 4096 partials a program on a GPU
+    int4_reduce_kernel[(triton.cdiv(M * N, block),)](part, out, M * N, split_k, SPLITS=splits, BLOCK=block)
     return out
     ### END SOLUTION
 
