@@ -858,7 +858,8 @@ check_choice(answer_empty_slice, "answer_empty_slice", expected="c",
 # inside the kernel.
 #
 # The format, per **group** of `group_size` consecutive rows of `K` (128 is usual), per column:
-# an integer `q[k, n]` in `0 .. 15`, a scale and a zero point (fp16):
+# an integer `q[k, n]` in `0 .. 15`, a scale (fp16) and a zero point (an integer, stored in fp16, as
+# GPTQ's and AWQ's are):
 #
 # `W[k, n] = (q[k, n] - zeros[k // group_size, n]) * scales[k // group_size, n]`.
 #
@@ -884,18 +885,19 @@ def dequantize(packed, scales, zeros, group_size):
 
 
 @triton.jit
-def nibbles_as_float(nibbles, dtype: tl.constexpr):
-    """Integers 0 .. 15 (uint8) as `dtype`, exactly, with integer operations only: the nibble is OR'ed
-    into the mantissa of a power of two whose mantissa step is 1 (1024 in fp16, 128 in bf16, 2^23 in
-    fp32), the bits read as that float (a bitcast, no instruction), and the power subtracted. An
-    int-to-float conversion (`.to(tl.float16)`) does the same in a unit with an eighth of the
-    multiprocessor's throughput, which then bounds the whole product."""
+def nibbles_minus_zero(nibbles, zeros, dtype: tl.constexpr):
+    """q - zero in `dtype`, exactly, for nibbles q (uint8, 0 .. 15) and integer zero points, without a
+    conversion instruction: the nibble is OR'ed into the mantissa of a power of two whose mantissa
+    step is 1 (1024 in fp16, 128 in bf16, 2^23 in fp32), the bits read as that float (a bitcast, no
+    instruction), and the power plus the zero point subtracted in one subtraction (exact: both are
+    integers where the float's step is 1). An int-to-float conversion (`.to(tl.float16)`) runs in a
+    unit with an eighth of the multiprocessor's throughput, which then bounds the whole product."""
     if dtype == tl.float16:
-        return (nibbles.to(tl.uint16) | 0x6400).to(tl.float16, bitcast=True) - 1024.0
+        return (nibbles.to(tl.uint16) | 0x6400).to(tl.float16, bitcast=True) - (zeros + 1024.0)
     elif dtype == tl.bfloat16:
-        return (nibbles.to(tl.uint16) | 0x4300).to(tl.bfloat16, bitcast=True) - 128.0
+        return (nibbles.to(tl.uint16) | 0x4300).to(tl.bfloat16, bitcast=True) - (zeros + 128.0)
     else:
-        return (nibbles.to(tl.uint32) | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
+        return (nibbles.to(tl.uint32) | 0x4B000000).to(tl.float32, bitcast=True) - (zeros + 8388608.0)
 
 
 def reference_int4_linear(x, packed, scales, zeros, group_size, nibbles="low first", zero_point=True):
@@ -961,10 +963,11 @@ del q, packed, scale, zero
 # `K = N = 8192` (CUDA graphs, the same blocks: 256 columns, 128 rows), the first two on an H200
 # (cuBLAS on fp16 weights 38 us), the third on an H100 (cuBLAS 46 us):
 #
-# 1. **No conversion instruction**: `nibbles_as_float(nibbles, dtype)` (the course's helper, in the
-#    cell above) ORs the nibble into the mantissa of 1024 (fp16: the float whose mantissa step is
-#    1), reads the bits as a float and subtracts 1024: the same exact value, in integer operations.
-#    44 us to 35 us.
+# 1. **No conversion instruction**: `nibbles_minus_zero(nibbles, zeros, dtype)` (the course's
+#    helper, in the cell above) ORs the nibble into the mantissa of 1024 (fp16: the float whose
+#    mantissa step is 1) and reads the bits as a float, `1024 + q`, exactly, in integer operations.
+#    44 us to 35 us. It then subtracts `1024 + zero` in one subtraction, where `(q - zero)` written
+#    out costs two: on an H100, with step 3 and the split-K sum below in place, 23.0 us to 21.6.
 # 2. **The weights as `tl.dot`'s first operand**: compute the transposed tile, `out^T = W^T x^T`,
 #    an accumulator `(BLOCK_N, BLOCK_M)` from `tl.dot(w_low_t, xt_even, acc)` with `w_low_t`
 #    `(BLOCK_N, BLOCK_K // 2)` (load `packed` with the offsets swapped) and `xt_even`
@@ -979,8 +982,8 @@ del q, packed, scale, zero
 #    but leaves the two strided loads of `x` in the loop, and every step waits for them. Load
 #    columns `k0 .. k0 + BLOCK_K - 1` as one `(BLOCK_K, BLOCK_M)` tile instead, and take it apart:
 #    `xt.reshape(BLOCK_K // 2, 2, BLOCK_M).permute(0, 2, 1).split()` gives the even rows and the
-#    odd rows (`tl.split` cuts a last dimension of 2 in two). On an H100, 28.9 us to 22.6 us; at
-#    `M = 1`, `K = N = 4096`, 11.5 us to 10.8.
+#    odd rows (`tl.split` cuts a last dimension of 2 in two). On an H100, 28.5 us to 24.2 us (at
+#    `M = 1` the loads of `x` are one row and the change is small: 11.6 us to 11.4 at 4096).
 #
 # Each of these is an answer the tests pass without; the course's answer does all three.
 #
@@ -991,12 +994,12 @@ del q, packed, scale, zero
 # partials of each output element and casts the sum to `x`'s dtype. It loads all the partials of its
 # `BLOCK` outputs at once, a `(SPLITS, BLOCK)` tile (`SPLITS` the power of two at or above `SPLIT_K`,
 # the rows past `SPLIT_K` masked), and sums them with `tl.sum(parts, axis=0)`: one wait on memory,
-# where a loop over the splits waits `SPLIT_K` times, one after another. About 4096 partials a
-# program (`BLOCK = 4096 // SPLITS`) measured best; on an H100 the sum then took 1.1 us of the call
-# at `M = 16`, `K = N = 8192` (21.5 us in all) and 2.5 us at `M = 1`, `K = N = 4096` (8.3 us), a
-# third less than the loop's. (The other way is `tl.atomic_add`
-# into a zeroed fp32 buffer, then a cast: fewer bytes, but the order of additions changes from run
-# to run.) Choose `SPLIT_K` so that the grid fills the GPU about twice, as in exercise 1, with each
+# where a loop over the splits waits `SPLIT_K` times, one after another. Take about 4096 partials a
+# program (`BLOCK = 4096 // SPLITS`: of 1024 and 4096, 4096 was as fast or faster at four of five
+# shapes). On an H100 (one run, before step 1's single subtraction) the sum then took 1.7 us of the
+# call at `M = 1`, `K = N = 4096` (8.7 us in all) and 1.9 us at `M = 16`, `K = N = 8192` (23.0 us),
+# where the loop took 4.3 and 3.1. (The other way is `tl.atomic_add` into a zeroed fp32 buffer, then
+# a cast: fewer bytes, but the order of additions changes from run to run.) Choose `SPLIT_K` so that the grid fills the GPU about twice, as in exercise 1, with each
 # slice a whole number of `BLOCK_K` steps: `k_per_split = cdiv(cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K`.
 # The partials are `SPLIT_K * M * N * 4` bytes, small beside the weights at decoding's `M`.
 #
@@ -1054,8 +1057,8 @@ def int4_matmul_kernel(x_ptr, w_ptr, s_ptr, z_ptr, part_ptr, M, N, K, k_per_spli
         group = k0 // GROUP_SIZE
         s = tl.load(s_ptr + group * stride_sk + offs_n * stride_sn, mask=cols_ok, other=0.0).to(dtype)
         z = tl.load(z_ptr + group * stride_zk + offs_n * stride_zn, mask=cols_ok, other=0.0).to(dtype)
-        w_low = (nibbles_as_float(packed_t & 0xF, dtype) - z[:, None]) * s[:, None]
-        w_high = (nibbles_as_float(packed_t >> 4, dtype) - z[:, None]) * s[:, None]
+        w_low = nibbles_minus_zero(packed_t & 0xF, z[:, None], dtype) * s[:, None]
+        w_high = nibbles_minus_zero(packed_t >> 4, z[:, None], dtype) * s[:, None]
         acc = tl.dot(w_low, xt_even, acc)
         acc = tl.dot(w_high, xt_odd, acc)
     part = part_ptr + (split * M + offs_m[None, :]).to(tl.int64) * N + offs_n[:, None]
@@ -1269,9 +1272,10 @@ print("int4_linear passed the hidden tests.")
 # What the course measured at these shapes, two ways. From CUDA graphs (`make bench`'s way: the
 # GPU's time alone, no Python between launches), on an H200 (Triton 3.6, torch 2.11): paged decoding
 # 40 us, 0.80 of the copy bandwidth (0.95 at 32768 tokens), where torch's gather + SDPA took 128 us;
-# the int4 product 28 us, 1.36 times cuBLAS's speed on fp16 weights (38 us), at 0.30 of the copy
-# bandwidth; on an H100, 0.85 and 0.96 of copy for decoding, 3.1x torch, and the int4 product at 0.41
-# of copy, 1.58x cuBLAS. The tests time calls one by one instead, each lasting until the GPU is idle
+# an earlier form of the int4 product 28 us, 1.36 times cuBLAS's speed on fp16 weights (38 us), at
+# 0.30 of the copy bandwidth; on an H100, 0.85 and 0.96 of copy for decoding, 3.1x torch, and the
+# int4 product as it is now (section 4's three changes) 21.4 us, 0.52 of copy, 2.1x cuBLAS (45.5 us).
+# The tests time calls one by one instead, each lasting until the GPU is idle
 # (so that a timed call does all the work it is credited for), and Python's checks, allocations and
 # two launches per call count too. The tests' calibration, two runs on two H100s (`benchmarks/calibrate.py
 # --only 10_inference --rounds 2`, docs/calibration.md):
@@ -1291,18 +1295,22 @@ print("int4_linear passed the hidden tests.")
 # far from the roof follows and a copy does not.
 #
 # **The int4 test only advises, on every GPU**: at these sizes the bytes floor is 36 MB, 9 us at an
-# H200's copy bandwidth; the course's kernel takes 28 us and Python 40 to 80 us to check the
+# H200's copy bandwidth; the course's kernel takes about 21 us and Python 40 to 80 us to check the
 # arguments, allocate and launch two kernels, so a call timed on its own measures mostly the host.
 # In the course's grader (`autograder demo` on the H200) the earlier kernel measured 5% of copy and
 # 0.19x cuBLAS against 11% and 0.42x alone: what else the host was doing moved the grade. (Serving
 # engines replay decoding steps from CUDA graphs for this reason.) It prints against 5% of copy and
-# 0.2x cuBLAS. Read the int4 figures honestly: on the GPU alone the course's kernel is ahead of
-# cuBLAS on fp16 weights at `K = N = 8192` (1.36x at `M = 16`, 1.6x at `M = 1`) and behind it at
-# 4096 (13 us against 10 at `M = 16`, where both wait on latency more than on bytes), and it reaches
-# 0.30 of the copy bandwidth where the bytes floor allows all of it: expanding the weights still
-# costs more than reading them (section 4). A faster kernel expands several nibbles per 32-bit
-# instruction, as production int4 kernels do; that is open work, and a good exercise after this
-# lesson. Decoding is close to the roof: 0.80 of the copy bandwidth at 8192 tokens, 0.95 at 32768.
+# 0.2x cuBLAS. Read the int4 figures honestly. On the GPU alone (an H100, CUDA graphs, in turns) the
+# course's kernel is 2.1 to 2.3 times cuBLAS's speed on fp16 weights at `K = N = 8192`, and even with
+# it at 4096 (8.4 us against 9.0 at `M = 1`, 9.3 against 9.6 at `M = 16`, where both wait on latency
+# more than on bytes). It reaches 0.52 to 0.55 of the copy bandwidth at 8192, where the bytes floor
+# allows all of it; torch's own int4 kernel (tinygemm, hand-written CUDA with the weights re-tiled
+# for the tensor cores) reaches 0.58 at `M = 1` and 0.14 at `M = 16`. What is left is in the
+# expansion: its loop issues about four instructions per weight, with two 4-warp programs per
+# multiprocessor (their registers allow no more) to hide each one's waits. Expanding eight nibbles
+# with four 32-bit instructions (inline PTX, as production kernels do) measured no faster here:
+# the waits, not the instruction count, set the time. Decoding is close to the roof: 0.80 of the
+# copy bandwidth at 8192 tokens, 0.95 at 32768.
 
 # %% nbgrader={"grade_id": "speed_targets", "locked": true}
 # The performance targets (read-only: grading restores them), on compute capability 9.0.
@@ -1364,12 +1372,14 @@ expect_launched(launches, "int4_linear", out)
 del out
 w16 = dequantize(packed, scales, zeros, group_size).to(dtype)  # torch's weights: the same, in 16 bits
 with exclusive_gpu():
-    # scales and zeros get fresh values in each timed call, so the expected result is recomputed, loosely
+    # x and the scales get fresh values in each timed call, so the expected result is recomputed, loosely;
+    # the zero points stay the integers the format has (the timer refills floating-point inputs only with
+    # random values): the closures hold them
     atol, rtol = int4_tolerance(K, dtype)
     ours, theirs = bench_against(
-        lambda x, p, s, z: call_answer(int4_linear, x, p, s, z, group_size),
-        lambda x, p, s, z: torch.matmul(x, w16), x, packed, scales, zeros,
-        expect=lambda x, p, s, z: reference_int4_linear(x, p, s, z, group_size), atol=atol * 100, rtol=5e-2)
+        lambda x, p, s: call_answer(int4_linear, x, p, s, zeros, group_size),
+        lambda x, p, s: torch.matmul(x, w16), x, packed, scales,
+        expect=lambda x, p, s: reference_int4_linear(x, p, s, zeros, group_size), atol=atol * 100, rtol=5e-2)
     nbytes = packed.numel() + (scales.numel() + zeros.numel()) * 2 + (x.numel() + M * N) * x.element_size()
     what = f"int4_linear at (M, K, N) = ({M}, {K}, {N}), group_size {group_size}, {str(dtype).removeprefix('torch.')}"
     print(f"{what}: {ours * 1e3:.1f} us ({gbps(nbytes, ours):.0f} GB/s on the bytes floor), torch.matmul on fp16 "

@@ -405,7 +405,7 @@ HELPERS = {
     "09_attention_training": {"load_rows": ["attend"], "attend": ["attention_forward_kernel"],
                               "dkdv_from_queries": ["attention_dkdv_kernel"],
                               "dq_from_keys": ["attention_dq_kernel"]},
-    "10_inference": {"nibbles_as_float": ["int4_matmul_kernel"]},
+    "10_inference": {"nibbles_minus_zero": ["int4_matmul_kernel"]},
 }
 # Lessons' own functions that choose dtypes and launches on the device, run on each pretend GPU
 # after the kit (with NUM_SMS = SMS[cc]), and the expressions of them that the table and the tests
