@@ -999,8 +999,9 @@ del q, packed, scale, zero
 # shapes). On an H100 (one run, before step 1's single subtraction) the sum then took 1.7 us of the
 # call at `M = 1`, `K = N = 4096` (8.7 us in all) and 1.9 us at `M = 16`, `K = N = 8192` (23.0 us),
 # where the loop took 4.3 and 3.1. (The other way is `tl.atomic_add` into a zeroed fp32 buffer, then
-# a cast: fewer bytes, but the order of additions changes from run to run.) Choose `SPLIT_K` so that the grid fills the GPU about twice, as in exercise 1, with each
-# slice a whole number of `BLOCK_K` steps: `k_per_split = cdiv(cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K`.
+# a cast: fewer bytes, but the order of additions changes from run to run.) Choose `SPLIT_K` so that
+# the grid fills the GPU about twice, as in exercise 1, with each slice a whole number of `BLOCK_K`
+# steps: `k_per_split = cdiv(cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K`.
 # The partials are `SPLIT_K * M * N * 4` bytes, small beside the weights at decoding's `M`.
 #
 # **What is refused.** `K` must be a multiple of `group_size` (and so even): `packed` has `K // 2`
