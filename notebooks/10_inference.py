@@ -985,7 +985,7 @@ del q, packed, scale, zero
 #    odd rows (`tl.split` cuts a last dimension of 2 in two). On an H100, 28.5 us to 24.2 us (at
 #    `M = 1` the loads of `x` are one row and the change is small: 11.6 us to 11.4 at 4096).
 #
-# Each of these is an answer the tests pass without; the course's answer does all three.
+# The tests pass without any of the three; the course's answer does all three.
 #
 # **Split-K.** At `M <= 16` there is one block of rows, so the grid over `N` alone is `N / BLOCK_N`
 # programs: 32 for `N = 8192` and `BLOCK_N = 256`, on 132 multiprocessors. Each also walks the whole
@@ -1316,8 +1316,8 @@ print("int4_linear passed the hidden tests.")
 # expansion: its loop issues about four instructions per weight, with two 4-warp programs per
 # multiprocessor (their registers allow no more) to hide each one's waits. Expanding eight nibbles
 # with four 32-bit instructions (inline PTX, as production kernels do) measured no faster here:
-# the waits, not the instruction count, set the time. Decoding is close to the roof: 0.80 of the
-# copy bandwidth at 8192 tokens, 0.95 at 32768.
+# the waits, more than the instruction count, set the time. Decoding is close to the roof: 0.80 of
+# the copy bandwidth at 8192 tokens, 0.95 at 32768.
 
 # %% nbgrader={"grade_id": "speed_targets", "locked": true}
 # The performance targets (read-only: grading restores them), on compute capability 9.0.
